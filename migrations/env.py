@@ -1,0 +1,43 @@
+"""Alembic environment: uses a connection handed over by notes_server.store.migrate when present."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection
+
+from notes_server.config import build_settings
+from notes_server.store.engine import make_engine
+from notes_server.store.models import FTS_TABLE, Base
+
+target_metadata = Base.metadata
+
+
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """The FTS5 virtual table and its shadow tables are managed by raw SQL, not by models."""
+    return not (type_ == "table" and name is not None and name.startswith(FTS_TABLE))
+
+
+def run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        include_object=include_object,
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def main() -> None:
+    connection = context.config.attributes.get("connection")
+    if connection is not None:
+        run(connection)
+        return
+    engine = make_engine(build_settings().db_url)
+    with engine.connect() as conn:
+        run(conn)
+
+
+main()

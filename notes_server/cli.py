@@ -1,0 +1,145 @@
+"""The `notes-server` command line: thin click commands over library functions."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+from typing import Any
+
+import click
+
+from notes_server import __version__
+from notes_server.config import Settings, build_settings
+
+DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
+
+
+def _db_option(func: Any) -> Any:
+    return click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)(func)
+
+
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level, logging.INFO))
+
+
+def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
+    """Migrate the embedded default database on first use; refuse to run others unmigrated."""
+    from notes_server.store.migrate import HEAD, sqlite_revision
+
+    path = settings.sqlite_path
+    if path is not None and sqlite_revision(path) == HEAD:
+        return
+    from notes_server.store import migrate
+    from notes_server.store.engine import make_engine
+
+    engine = make_engine(settings.db_url)
+    try:
+        current = migrate.current_revision(engine)
+        if current == HEAD:
+            return
+        if not settings.db_is_default:
+            raise click.ClickException(
+                f"database schema is at {current or 'nothing'}, not {HEAD}: "
+                "run `notes-server migrate --db URL` first"
+            )
+        migrate.upgrade(engine)
+        if announce:
+            click.echo(f"created database schema {HEAD} at {settings.db_display}", err=True)
+    finally:
+        engine.dispose()
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Example: notes-server serve --principal alice",
+)
+@click.version_option(__version__, prog_name="notes-server")
+def main() -> None:
+    """notes-server: a stateless MCP (2026-07-28) server for workspace-scoped notes."""
+
+
+@main.command(epilog="Example: notes-server migrate --db sqlite:////var/lib/notes/notes.db")
+@_db_option
+def migrate(db: str | None) -> None:
+    """Upgrade the database schema to the latest revision (idempotent)."""
+    from notes_server.store import migrate as migrations
+    from notes_server.store.engine import make_engine
+
+    settings = build_settings(db=db)
+    engine = make_engine(settings.db_url)
+    try:
+        before, after = migrations.upgrade(engine)
+    finally:
+        engine.dispose()
+    if before == after:
+        click.echo(f"{settings.db_display}: already at revision {after}; nothing to do")
+    else:
+        click.echo(f"{settings.db_display}: upgraded from {before or 'empty'} to {after}")
+
+
+@main.command(epilog="Example: notes-server serve --principal alice --state-ttl 300")
+@_db_option
+@click.option(
+    "--principal",
+    default=None,
+    help="Who the stdio client acts as (default: $NOTES_SERVER_PRINCIPAL, else your login name).",
+)
+@click.option("--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True)
+@click.option(
+    "--state-ttl",
+    type=click.FloatRange(min=5, max=3600),
+    default=None,
+    help="Seconds a confirmation form stays valid (default 300).",
+)
+@click.option(
+    "--tools-module",
+    "tools_modules",
+    multiple=True,
+    metavar="MODULE",
+    help="Import extra tools from MODULE.TOOLS (test harnesses only).",
+)
+def serve(
+    db: str | None,
+    principal: str | None,
+    transport: str,
+    state_ttl: float | None,
+    tools_modules: tuple[str, ...],
+) -> None:
+    """Serve MCP over stdio. stdout carries only MCP messages; logs go to stderr."""
+    from notes_server.app import create_app
+    from notes_server.tools.services import Services
+    from notes_server.transports.stdio import serve_stdio
+
+    settings = build_settings(
+        db=db, principal=principal, state_ttl=state_ttl, tools_modules=tools_modules
+    )
+    setup_logging(settings.log_level)
+    ensure_schema(settings)
+    services = Services(settings)
+    server = create_app(settings, services)
+    click.echo(
+        f"notes-server {__version__} | database {settings.db_display} | "
+        f"principal {settings.principal} | MCP 2026-07-28 over {transport}",
+        err=True,
+    )
+    threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_stdio(server, settings.principal, sys.stdin.buffer, sys.stdout.buffer)
+
+
+def _warm_up(services: Any) -> None:
+    try:
+        services.warm_up()
+    except Exception:
+        logging.getLogger("notes_server").exception("database warm-up failed")
+
+
+from notes_server.cli_workspace import workspace  # noqa: E402
+
+main.add_command(workspace)

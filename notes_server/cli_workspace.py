@@ -1,0 +1,93 @@
+"""`notes-server workspace ...`: grant, revoke and list workspace access."""
+
+from __future__ import annotations
+
+import click
+
+from notes_server.config import build_settings
+from notes_server.errors import UriError
+
+DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
+
+
+def _canonical(uri: str) -> str:
+    from notes_server.security.uri import canonical_workspace
+
+    try:
+        return canonical_workspace(uri)
+    except UriError as exc:
+        raise click.BadParameter(
+            f"not an acceptable workspace URI ({exc}); expected e.g. file:///home/alice/notes",
+            param_hint="WORKSPACE_URI",
+        ) from None
+
+
+@click.group(epilog="Example: notes-server workspace grant alice file:///home/alice/notes")
+def workspace() -> None:
+    """Grant, revoke and list which principal may use which workspace."""
+
+
+@workspace.command(epilog="Example: notes-server workspace grant alice file:///home/alice/notes")
+@click.argument("principal")
+@click.argument("workspace_uri")
+@click.option("--role", type=click.Choice(["read", "write"]), default="write", show_default=True)
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None:
+    """Allow PRINCIPAL to use WORKSPACE_URI (a file:/// URI)."""
+    from notes_server.cli import ensure_schema
+    from notes_server.store import grants
+    from notes_server.store.engine import make_engine, write_tx
+    from notes_server.tools.services import utc_now
+
+    canonical = _canonical(workspace_uri)
+    settings = build_settings(db=db)
+    ensure_schema(settings, announce=True)
+    engine = make_engine(settings.db_url)
+    with write_tx(engine) as conn:
+        created = grants.upsert(conn, principal, canonical, role, utc_now())
+    engine.dispose()
+    verb = "granted" if created else "updated"
+    click.echo(f"{verb}: {principal} may use {canonical} ({role})")
+
+
+@workspace.command(epilog="Example: notes-server workspace revoke alice file:///home/alice/notes")
+@click.argument("principal")
+@click.argument("workspace_uri")
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
+    """Take WORKSPACE_URI away from PRINCIPAL."""
+    from notes_server.cli import ensure_schema
+    from notes_server.store import grants
+    from notes_server.store.engine import make_engine, write_tx
+
+    canonical = _canonical(workspace_uri)
+    settings = build_settings(db=db)
+    ensure_schema(settings)
+    engine = make_engine(settings.db_url)
+    with write_tx(engine) as conn:
+        removed = grants.revoke(conn, principal, canonical)
+    engine.dispose()
+    if not removed:
+        raise click.ClickException(f"{principal} had no grant on {canonical}")
+    click.echo(f"revoked: {principal} may no longer use {canonical}")
+
+
+@workspace.command(name="list", epilog="Example: notes-server workspace list alice")
+@click.argument("principal", required=False)
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def list_(principal: str | None, db: str | None) -> None:
+    """List grants, for one PRINCIPAL or everyone."""
+    from notes_server.cli import ensure_schema
+    from notes_server.store import grants
+    from notes_server.store.engine import make_engine, read_tx
+
+    settings = build_settings(db=db)
+    ensure_schema(settings)
+    engine = make_engine(settings.db_url)
+    with read_tx(engine) as conn:
+        rows = grants.list_grants(conn, principal)
+    engine.dispose()
+    if not rows:
+        click.echo("no grants")
+    for row in rows:
+        click.echo(f"{row.principal}\t{row.role}\t{row.workspace}")

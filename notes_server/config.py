@@ -1,0 +1,103 @@
+"""Settings: built once at the edge (CLI), then passed down. The only reader of NOTES_SERVER_*."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ENV_DB = "NOTES_SERVER_DB"
+ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
+ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
+ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
+DEFAULT_STATE_TTL = 300.0
+
+
+def data_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME/notes-server`, else `~/.local/share/notes-server`."""
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "notes-server"
+
+
+def default_db_url(env: Mapping[str, str]) -> str:
+    return f"sqlite:///{data_dir(env) / 'notes.db'}"
+
+
+def os_login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, resolved once. Secrets are kept out of repr."""
+
+    db_url: str
+    db_is_default: bool = False
+    principal: str = "local"
+    state_keys: str | None = field(default=None, repr=False)
+    state_ttl: float = DEFAULT_STATE_TTL
+    log_level: str = "INFO"
+    tools_modules: tuple[str, ...] = ()
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The database file for a file-backed SQLite URL, else None."""
+        prefix = "sqlite:///"
+        if not self.db_url.startswith(prefix):
+            return None
+        rest = self.db_url[len(prefix) :].split("?", 1)[0]
+        if not rest or rest == ":memory:":
+            return None
+        return Path(rest)
+
+    @property
+    def state_key_file(self) -> Path | None:
+        """Where the shared key file lives when no keys are configured (beside the SQLite db)."""
+        db = self.sqlite_path
+        return None if db is None else db.with_name(db.name + ".state-keys")
+
+    @property
+    def db_display(self) -> str:
+        """The database URL without credentials, for banners and logs."""
+        url = self.db_url
+        if "@" in url and "://" in url:
+            scheme, rest = url.split("://", 1)
+            return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+        return url
+
+
+def resolve_db(db: str | None, env: Mapping[str, str]) -> tuple[str, bool]:
+    """--db, else NOTES_SERVER_DB, else the embedded default; returns (url, is_default)."""
+    if db:
+        return db, False
+    if env.get(ENV_DB):
+        return env[ENV_DB], False
+    return default_db_url(env), True
+
+
+def build_settings(
+    *,
+    db: str | None = None,
+    principal: str | None = None,
+    state_ttl: float | None = None,
+    tools_modules: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """The one constructor used by the CLI; tests pass `env` explicitly."""
+    env = os.environ if env is None else env
+    url, is_default = resolve_db(db, env)
+    return Settings(
+        db_url=url,
+        db_is_default=is_default,
+        principal=principal or env.get(ENV_PRINCIPAL) or os_login(),
+        state_keys=env.get(ENV_STATE_KEYS) or None,
+        state_ttl=DEFAULT_STATE_TTL if state_ttl is None else state_ttl,
+        log_level=env.get(ENV_LOG_LEVEL, "INFO").upper(),
+        tools_modules=tools_modules,
+    )

@@ -1,0 +1,107 @@
+"""One exception hierarchy that carries JSON-RPC wire codes.
+
+Every failure that may reach a client is a ``McpError``; ``to_wire`` is the single place that
+turns an exception into a JSON-RPC error object. Anything else becomes -32603 with no internals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+
+# Fixed messages: they must never reveal why access was refused or what exists.
+WORKSPACE_DENIED = "Workspace is not available to this principal"
+STATE_REJECTED = "Invalid or expired requestState"
+
+
+class NotesServerError(Exception):
+    """Root of everything the server raises on purpose."""
+
+
+class McpError(NotesServerError):
+    """An error with a JSON-RPC code, a client-safe message and optional data."""
+
+    code: int = INTERNAL_ERROR
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class ParseError(McpError):
+    code = PARSE_ERROR
+
+
+class InvalidRequest(McpError):
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(McpError):
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(McpError):
+    code = INVALID_PARAMS
+
+
+class HeaderMismatch(McpError):
+    code = HEADER_MISMATCH
+
+
+class MissingCapability(McpError):
+    code = MISSING_CAPABILITY
+
+
+class UnsupportedVersion(McpError):
+    code = UNSUPPORTED_VERSION
+
+
+class WorkspaceDenied(InvalidParams):
+    """Unauthorized, unknown or malformed workspace: one message for all three."""
+
+    def __init__(self) -> None:
+        super().__init__(WORKSPACE_DENIED)
+
+
+class StateRejected(InvalidParams):
+    """requestState failed verification; the precise reason is logged, never sent."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(STATE_REJECTED)
+        self.reason = reason
+
+
+class ToolFailure(NotesServerError):
+    """A tool-level failure the model can act on: becomes an ``isError: true`` result."""
+
+    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.structured = structured
+
+
+class UriError(NotesServerError, ValueError):
+    """A file URI or relative note path that the strict parser refuses."""
+
+
+class StoreError(NotesServerError):
+    """A storage-layer failure that is not the client's fault."""
+
+
+def to_wire(exc: BaseException) -> dict[str, Any]:
+    """Translate an exception into a JSON-RPC error object (the one translation point)."""
+    if isinstance(exc, McpError):
+        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:
+            error["data"] = exc.data
+        return error
+    return {"code": INTERNAL_ERROR, "message": "Internal error"}

@@ -1,0 +1,115 @@
+"""Dispatch: one decoded message in, at most one encoded reply out.
+
+The order of checks is the documented one: envelope, `_meta` shape, version, method, params.
+Every result is stamped with serverInfo; every unexpected exception leaves as a bare -32603.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from notes_server.errors import McpError, MethodNotFound, to_wire
+from notes_server.protocol import methods
+from notes_server.protocol.context import RequestContext
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    encode_result,
+)
+from notes_server.protocol.meta import read_meta
+from notes_server.protocol.versions import META_SERVER_INFO
+
+if TYPE_CHECKING:
+    from notes_server.tools.registry import ToolRegistry
+
+log = logging.getLogger("notes_server.protocol")
+
+Handler = Callable[["McpServer", RequestContext, dict[str, Any]], dict[str, Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "server/discover": methods.discover,
+    "tools/list": methods.tools_list,
+    "tools/call": methods.tools_call,
+    "resources/list": methods.resources_list,
+    "resources/templates/list": methods.resource_templates_list,
+    "resources/read": methods.resources_read,
+}
+
+
+class ResourceProvider(Protocol):
+    def list_resources(
+        self, principal: str, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Resources visible to the principal, one page."""
+
+    def read_resource(self, principal: str, uri: str) -> list[dict[str, Any]]:
+        """Contents of one resource; -32602 when it does not exist for this principal."""
+
+
+class McpServer:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        resources: ResourceProvider,
+        server_info: dict[str, Any],
+    ) -> None:
+        self.registry = registry
+        self.resources = resources
+        self.server_info = server_info
+
+    def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
+        """Decode, dispatch and encode one message; None for notifications."""
+        try:
+            message = decode(raw)
+        except DecodeFailure as failure:
+            return encode_error(failure.request_id, to_wire(failure.error))
+        if isinstance(message, Notification):
+            self.handle_notification(message)
+            return None
+        result, error = self.handle_request(message, principal)
+        if error is not None:
+            return encode_error(message.id, error)
+        assert result is not None
+        return encode_result(message.id, result)
+
+    def handle_notification(self, message: Notification) -> None:
+        """Notifications are never answered; requests here finish synchronously, so a
+        cancellation always arrives too late and there is nothing to undo."""
+        log.debug("notification %s ignored", message.method[:64])
+
+    def handle_request(
+        self, request: Request, principal: str
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Return (result, None) or (None, error object)."""
+        try:
+            result = self._dispatch(request, principal)
+        except McpError as exc:
+            if getattr(exc, "reason", None):
+                log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
+            return None, to_wire(exc)
+        except Exception:
+            log.exception("internal error while handling %s", request.method[:64])
+            return None, to_wire(RuntimeError())
+        return result, None
+
+    def _dispatch(self, request: Request, principal: str) -> dict[str, Any]:
+        meta = read_meta(request.params)
+        handler = HANDLERS.get(request.method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {request.method[:64]}")
+        ctx = RequestContext(
+            request.id,
+            request.method,
+            principal,
+            meta.protocol_version,
+            meta.capabilities,
+            meta.client_info,
+        )
+        result = handler(self, ctx, request.params)
+        result["_meta"] = {META_SERVER_INFO: self.server_info}
+        return result

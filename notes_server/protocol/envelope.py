@@ -1,0 +1,112 @@
+"""JSON-RPC 2.0 envelope: strict decoding of one message and compact encoding of replies.
+
+Pure: bytes in, values out. Errors carry the request id when it could be read safely.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
+
+RequestId = str | int
+_ALLOWED_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: dict[str, Any]
+
+
+class DecodeFailure(Exception):
+    """A message that cannot be dispatched; `request_id` is None when it is unknown."""
+
+    def __init__(self, error: McpError, request_id: RequestId | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKey
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate object keys."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise DecodeFailure(ParseError("Parse error: message is not valid UTF-8"), None) from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey:
+        raise DecodeFailure(InvalidRequest("Invalid Request: duplicate object key"), None) from None
+    except (ValueError, RecursionError):
+        raise DecodeFailure(ParseError("Parse error: invalid JSON"), None) from None
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def decode(raw: bytes | str) -> Request | Notification:
+    """Decode one message into a Request or Notification, or raise DecodeFailure."""
+    message = parse_json(raw)
+    if isinstance(message, list):
+        raise DecodeFailure(InvalidRequest("Invalid Request: batch arrays are not supported"), None)
+    if not isinstance(message, dict):
+        raise DecodeFailure(InvalidRequest("Invalid Request: expected a JSON object"), None)
+    has_id = "id" in message
+    if has_id and not _valid_id(message["id"]):
+        raise DecodeFailure(
+            InvalidRequest("Invalid Request: id must be a string or an integer"), None
+        )
+    request_id: RequestId | None = message["id"] if has_id else None
+    if message.get("jsonrpc") != "2.0":
+        raise DecodeFailure(InvalidRequest('Invalid Request: jsonrpc must be "2.0"'), request_id)
+    if not message.keys() <= _ALLOWED_KEYS:
+        raise DecodeFailure(
+            InvalidRequest("Invalid Request: unexpected members in a request"), request_id
+        )
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        raise DecodeFailure(InvalidRequest("Invalid Request: method must be a string"), request_id)
+    params = message.get("params", {})
+    if not isinstance(params, dict):
+        raise DecodeFailure(InvalidParams("Invalid params: params must be an object"), request_id)
+    if request_id is None:
+        return Notification(method, params)
+    return Request(request_id, method, params)
+
+
+def _dump(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
+    return _dump({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def encode_error(request_id: RequestId | None, error: dict[str, Any]) -> bytes:
+    return _dump({"jsonrpc": "2.0", "id": request_id, "error": error})

@@ -1,0 +1,53 @@
+"""The per-request `_meta` ladder (2026-07-28): shape first, then version. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from notes_server.errors import InvalidParams, UnsupportedVersion
+from notes_server.protocol.versions import (
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    MODERN_VERSIONS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientMeta:
+    protocol_version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+
+
+def read_meta(params: dict[str, Any]) -> ClientMeta:
+    """Validate `params._meta` in the documented order; raise the matching wire error."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams("Invalid params: params._meta must be an object")
+    version = meta.get(META_VERSION)
+    if not isinstance(version, str):
+        raise InvalidParams(f"Invalid params: _meta[{META_VERSION!r}] must be a string")
+    capabilities = meta.get(META_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise InvalidParams(f"Invalid params: _meta[{META_CAPABILITIES!r}] must be an object")
+    client_info = meta.get(META_CLIENT_INFO)
+    if client_info is not None and not isinstance(client_info, dict):
+        raise InvalidParams(f"Invalid params: _meta[{META_CLIENT_INFO!r}] must be an object")
+    if version not in MODERN_VERSIONS:
+        raise UnsupportedVersion(
+            "Unsupported protocol version",
+            {"supported": list(MODERN_VERSIONS), "requested": version},
+        )
+    return ClientMeta(version, capabilities, client_info)
+
+
+def allows_form_elicitation(capabilities: dict[str, Any]) -> bool:
+    """`elicitation: {}` means form-only; `{"form": {}}` is explicit; url-only is not enough."""
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return False
+    if not elicitation:
+        return True
+    return isinstance(elicitation.get("form"), dict)

@@ -1,0 +1,113 @@
+"""One handler per MCP method. Each returns the result body without `_meta`; dispatch adds it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from notes_server.errors import InvalidParams, ToolFailure
+from notes_server.protocol.context import RequestContext
+from notes_server.protocol.versions import MODERN_VERSIONS
+from notes_server.tools.base import CallContext, ToolResult
+from notes_server.tools.schema import validate
+
+if TYPE_CHECKING:
+    from notes_server.protocol.dispatch import McpServer
+
+LIST_TTL_MS = 300_000
+MAX_NAME_ECHO = 64
+
+INSTRUCTIONS = (
+    "Notes live in workspaces the user granted, named by a file URI (workspaceUri) on every "
+    "call; ask the user which workspace to use if unsure. Use notes_search to find note ids, "
+    "notes_read to read one, notes_create/notes_update/notes_move to change them. Deleting or "
+    "archiving always asks the user to pick the note and confirm in a form."
+)
+
+
+def _cacheable(body: dict[str, Any], scope: str, ttl_ms: int) -> dict[str, Any]:
+    return {"resultType": "complete", **body, "ttlMs": ttl_ms, "cacheScope": scope}
+
+
+def _no_cursor(params: dict[str, Any]) -> None:
+    """Single-page lists never issue a cursor, so any cursor sent is not ours."""
+    if params.get("cursor") is not None:
+        raise InvalidParams("Invalid cursor")
+
+
+def discover(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    return _cacheable(
+        {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": {"tools": {}, "resources": {}},
+            "instructions": INSTRUCTIONS,
+        },
+        "public",
+        LIST_TTL_MS,
+    )
+
+
+def tools_list(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    _no_cursor(params)
+    return _cacheable({"tools": server.registry.listing()}, "public", LIST_TTL_MS)
+
+
+def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    responses = params.get("inputResponses")
+    state = params.get("requestState")
+    if (responses is None) != (state is None):
+        raise InvalidParams("Invalid params: inputResponses and requestState must come together")
+    if responses is not None and not isinstance(responses, dict):
+        raise InvalidParams("Invalid params: inputResponses must be an object")
+    if state is not None and not isinstance(state, str):
+        raise InvalidParams("Invalid params: requestState must be a string")
+    return responses, state
+
+
+def tools_call(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("Invalid params: name must be a string")
+    tool = server.registry.get(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name[:MAX_NAME_ECHO]}")
+    arguments = params.get("arguments", {})
+    problem = validate(arguments, tool.input_schema)
+    if problem is not None:
+        raise InvalidParams(f"Invalid arguments for {name}: {problem}")
+    responses, state = _mrtr_params(params)
+    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id, responses, state)
+    try:
+        outcome = tool.call(call, arguments)
+    except ToolFailure as failure:
+        outcome = ToolResult(failure.structured, failure.message, is_error=True)
+    return outcome.to_wire()
+
+
+def resources_list(
+    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
+    cursor = params.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidParams("Invalid cursor")
+    resources, next_cursor = server.resources.list_resources(ctx.principal, cursor)
+    body: dict[str, Any] = {"resources": resources}
+    if next_cursor is not None:
+        body["nextCursor"] = next_cursor
+    return _cacheable(body, "private", 0)
+
+
+def resource_templates_list(
+    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
+    _no_cursor(params)
+    return _cacheable({"resourceTemplates": []}, "public", LIST_TTL_MS)
+
+
+def resources_read(
+    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("Invalid params: uri must be a string")
+    contents = server.resources.read_resource(ctx.principal, uri)
+    return _cacheable({"contents": contents}, "private", 0)

@@ -1,0 +1,83 @@
+"""Run Alembic from code, against migrations shipped inside the package."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from sqlalchemy import Engine, inspect
+
+HEAD = "0001"
+
+
+def migrations_dir() -> Path:
+    spec = importlib.util.find_spec("notes_server.migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("notes_server.migrations is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    return cfg
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The stamped revision, or None for an empty database (cheap: no Alembic import)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        row = conn.exec_driver_sql("SELECT version_num FROM alembic_version").first()
+        return None if row is None else str(row[0])
+
+
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
+    """Upgrade to `revision`; returns (before, after). Idempotent."""
+    from alembic import command
+
+    before = current_revision(engine)
+    with engine.begin() as conn:
+        cfg = alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+    return before, current_revision(engine)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
+    with engine.begin() as conn:
+        cfg = alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+def check(engine: Engine) -> None:
+    """Raise if the models and the migrations disagree (alembic check)."""
+    from alembic import command
+
+    with engine.begin() as conn:
+        cfg = alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.check(cfg)
+
+
+def sqlite_revision(path: Path) -> str | None:
+    """The stamped revision of a SQLite file via the stdlib driver: no SQLAlchemy import, so the
+    common "already migrated" start-up check costs about a millisecond."""
+    import sqlite3
+
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])

@@ -1,0 +1,103 @@
+"""What a tool is: its wire description, and what a call receives and returns."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from notes_server.tools.services import Services
+
+RequestId = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Everything a tool may know about the caller, taken from this request alone."""
+
+    principal: str
+    capabilities: dict[str, Any]
+    request_id: RequestId
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A complete tools/call result."""
+
+    structured: dict[str, Any] | None
+    text: str | None = None
+    is_error: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        text = self.text
+        if text is None:
+            text = json.dumps(self.structured, ensure_ascii=False, separators=(",", ":"))
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "content": [{"type": "text", "text": text}],
+            "isError": self.is_error,
+        }
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """Round 1 of a multi round-trip request: what to ask, and the sealed state to echo."""
+
+    input_requests: dict[str, Any]
+    request_state: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "resultType": "input_required",
+            "inputRequests": self.input_requests,
+            "requestState": self.request_state,
+        }
+
+
+def tool_hints(
+    title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
+) -> dict[str, Any]:
+    return {
+        "title": title,
+        "readOnlyHint": read_only,
+        "destructiveHint": destructive,
+        "idempotentHint": idempotent,
+        "openWorldHint": False,
+    }
+
+
+class Tool(ABC):
+    """One MCP tool. Subclasses declare their schemas as class attributes."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    input_schema: ClassVar[dict[str, Any]]
+    output_schema: ClassVar[dict[str, Any] | None] = None
+    tool_annotations: ClassVar[dict[str, Any]]
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def describe(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
+        entry["annotations"] = self.tool_annotations
+        return entry
+
+    @abstractmethod
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:
+        """Run the tool; raise ToolFailure for an isError result, McpError for protocol errors."""

@@ -1,0 +1,74 @@
+"""notes_create: add a note to an authorized workspace."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from notes_server.errors import ToolFailure, UriError
+from notes_server.security.uri import parse_note_path
+from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.scope import authorize, contain
+from notes_server.tools.views import NOTE_OUTPUT, TITLE, WORKSPACE_URI, note_full, schema
+
+MAX_BODY = 1_000_000
+
+
+def slug_path(title: str) -> str:
+    """A readable default path from a title: lowercase words joined by dashes, plus `.md`."""
+    text = unicodedata.normalize("NFKC", title).casefold()
+    slug = re.sub(r"[^\w]+", "-", text).strip("-_")[:120].strip("-_")
+    return unicodedata.normalize("NFC", slug or "note") + ".md"
+
+
+class CreateNote(Tool):
+    name = "notes_create"
+    title = "Create note"
+    description = (
+        "Create a markdown note in a workspace the user granted. `path` is relative to the "
+        "workspace (e.g. `projects/q3.md`); it defaults to a slug of the title. Fails with a "
+        "message naming the conflicting path if a note already lives there."
+    )
+    input_schema = schema(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "title": TITLE,
+            "body": {"type": "string", "maxLength": MAX_BODY},
+            "path": {"type": "string", "minLength": 1, "maxLength": 1024},
+        },
+        ["workspaceUri", "title"],
+    )
+    output_schema = NOTE_OUTPUT
+    tool_annotations = tool_hints("Create note", read_only=False)
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        from notes_server.store import notes
+        from notes_server.store.engine import write_tx
+
+        title = args["title"].strip()
+        if not title:
+            raise ToolFailure("The title must contain visible characters.")
+        raw_path = args.get("path") or slug_path(title)
+        try:
+            path = "/".join(parse_note_path(raw_path))
+        except UriError as exc:
+            raise ToolFailure(f"The path is not acceptable: {exc}.") from None
+        with write_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            try:
+                note = notes.insert_note(
+                    conn,
+                    workspace=workspace.uri,
+                    path=path,
+                    title=title,
+                    body=args.get("body", ""),
+                    now=self.services.clock(),
+                )
+            except notes.PathConflict:
+                raise ToolFailure(
+                    f"A note already exists at path {path!r} in this workspace; "
+                    "choose another `path` or update that note."
+                ) from None
+            uri = contain(workspace, note)
+        return ToolResult({"note": note_full(note, uri)})

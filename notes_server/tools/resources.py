@@ -1,0 +1,95 @@
+"""Notes as MCP resources: each note is readable at its canonical file URI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from notes_server.errors import InvalidParams, StoreError, UriError
+from notes_server.security.uri import WorkspaceUri, parse_note_uri, parse_workspace_uri
+from notes_server.tools.search import MAX_OFFSET
+from notes_server.tools.services import Services
+
+PAGE = 100
+
+
+def _not_found(uri: str) -> InvalidParams:
+    return InvalidParams("Resource not found", {"uri": uri[:2048]})
+
+
+class NoteResources:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def list_resources(
+        self, principal: str, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        from sqlalchemy import select
+
+        from notes_server.store.engine import read_tx
+        from notes_server.store.models import Note, WorkspaceGrant
+
+        offset = _offset(cursor)
+        notes, grants = Note.__table__, WorkspaceGrant.__table__
+        query = (
+            select(notes.c.workspace, notes.c.path, notes.c.title, notes.c.id)
+            .join(grants, grants.c.workspace == notes.c.workspace)
+            .where(grants.c.principal == principal, notes.c.archived.is_(False))
+            .order_by(notes.c.workspace, notes.c.path)
+            .limit(PAGE + 1)
+            .offset(offset)
+        )
+        with read_tx(self.services.engine) as conn:
+            rows = conn.execute(query).all()
+        resources = [_listing(*row) for row in rows[:PAGE]]
+        more = len(rows) > PAGE and offset + PAGE <= MAX_OFFSET
+        return resources, str(offset + PAGE) if more else None
+
+    def read_resource(self, principal: str, uri: str) -> list[dict[str, Any]]:
+        from notes_server.store import grants, notes
+        from notes_server.store.engine import read_tx
+
+        try:
+            target = parse_note_uri(uri)
+        except UriError:
+            raise _not_found(uri) from None
+        with read_tx(self.services.engine) as conn:
+            for grant in grants.list_grants(conn, principal):
+                workspace = parse_workspace_uri(grant.workspace)
+                if not workspace.contains(target):
+                    continue
+                path = "/".join(target[len(workspace.segments) :])
+                note = notes.get_note_by_path(conn, workspace.uri, path)
+                if note is not None and not note.archived:
+                    return [
+                        {
+                            "uri": workspace.note_uri(target[len(workspace.segments) :]),
+                            "mimeType": "text/markdown",
+                            "text": note.body,
+                        }
+                    ]
+        raise _not_found(uri)
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or not 0 < int(cursor) <= MAX_OFFSET + PAGE:
+        raise InvalidParams("Invalid cursor")
+    return int(cursor)
+
+
+def _listing(workspace: str, path: str, title: str, note_id: str) -> dict[str, Any]:
+    try:
+        root = parse_workspace_uri(workspace)
+        uri = root.note_uri(tuple(path.split("/")))
+    except UriError:
+        raise StoreError("stored workspace is not canonical") from None
+    return {
+        "uri": uri,
+        "name": note_id,
+        "title": title,
+        "mimeType": "text/markdown",
+    }
+
+
+__all__ = ["NoteResources", "WorkspaceUri"]

@@ -1,0 +1,105 @@
+"""notes_search: ranked full-text search, or recent notes, with opaque cursor pagination."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any, ClassVar
+
+from notes_server.errors import InvalidParams
+from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.scope import authorize, contain
+from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+MAX_OFFSET = 10_000
+
+
+def _query_digest(workspace: str, query: str, include_archived: bool) -> str:
+    material = json.dumps([workspace, query, include_archived], ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def encode_cursor(offset: int, digest: str) -> str:
+    raw = json.dumps({"o": offset, "q": digest}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, digest: str) -> int:
+    """The offset in a cursor issued for this same search; anything else is -32602."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        offset = data["o"]
+        valid = data["q"] == digest and type(offset) is int and 0 < offset <= MAX_OFFSET
+    except (ValueError, KeyError, TypeError, UnicodeEncodeError):
+        valid = False
+    if not valid:
+        raise InvalidParams("Invalid cursor: it does not belong to this search")
+    return int(offset)
+
+
+HIT_SCHEMA = {
+    "type": "object",
+    "properties": {**NOTE_SUMMARY_PROPERTIES, "snippet": {"type": "string"}},
+    "required": [*NOTE_SUMMARY_PROPERTIES, "snippet"],
+}
+
+
+class SearchNotes(Tool):
+    name = "notes_search"
+    title = "Search notes"
+    description = (
+        "Full-text search over note titles and bodies in an authorized workspace, best matches "
+        "first; without `query`, lists notes by most recent update. Archived notes are left out "
+        "unless `includeArchived` is true. Pass `nextCursor` back as `cursor` for more."
+    )
+    input_schema = schema(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "query": {"type": "string", "maxLength": 500},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+            "cursor": {"type": "string", "maxLength": 200},
+            "includeArchived": {"type": "boolean"},
+        },
+        ["workspaceUri"],
+    )
+    output_schema: ClassVar[dict[str, Any] | None] = {
+        "type": "object",
+        "properties": {
+            "notes": {"type": "array", "items": HIT_SCHEMA},
+            "nextCursor": {"type": "string"},
+        },
+        "required": ["notes"],
+    }
+    tool_annotations = tool_hints("Search notes", read_only=True, idempotent=True)
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        from notes_server.store import notes
+        from notes_server.store.engine import read_tx
+
+        query = (args.get("query") or "").strip()
+        limit = int(args.get("limit", DEFAULT_LIMIT))
+        include_archived = bool(args.get("includeArchived", False))
+        with read_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=False)
+            digest = _query_digest(workspace.uri, query, include_archived)
+            offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
+            hits = notes.search(
+                conn,
+                workspace.uri,
+                query or None,
+                include_archived=include_archived,
+                limit=limit + 1,
+                offset=offset,
+            )
+        items = [
+            {**note_summary(h.note, contain(workspace, h.note)), "snippet": h.snippet}
+            for h in hits[:limit]
+        ]
+        result: dict[str, Any] = {"notes": items}
+        if len(hits) > limit and offset + limit <= MAX_OFFSET:
+            result["nextCursor"] = encode_cursor(offset + limit, digest)
+        return ToolResult(result)

@@ -1,0 +1,78 @@
+"""What tools share: settings, the clock, the database engine and the state sealer.
+
+Built once by the composition root. The engine and the sealer are created on first use so that a
+server answers `server/discover` and `tools/list` before SQLAlchemy or cryptography is imported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from notes_server.config import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from notes_server.security.state import StateSealer
+
+
+def utc_now() -> datetime:
+    """Naive UTC: what SQLite stores and returns, so comparisons never mix kinds."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Services:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        engine: Engine | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._engine = engine
+        self._sealer: StateSealer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    from notes_server.store.engine import make_engine
+
+                    self._engine = make_engine(self.settings.db_url)
+        return self._engine
+
+    @property
+    def sealer(self) -> StateSealer:
+        if self._sealer is None:
+            with self._lock:
+                if self._sealer is None:
+                    self._sealer = self._build_sealer()
+        return self._sealer
+
+    def _build_sealer(self) -> StateSealer:
+        from notes_server.security.state import KeyRing, StateSealer
+
+        if self.settings.state_keys:
+            ring = KeyRing.parse(self.settings.state_keys)
+        else:
+            key_file = self.settings.state_key_file
+            if key_file is None:
+                raise RuntimeError(
+                    "NOTES_SERVER_STATE_KEYS must be set for databases other than embedded SQLite"
+                )
+            ring = KeyRing.load_or_create_file(key_file)
+        return StateSealer(ring, clock=lambda: self.clock().replace(tzinfo=UTC).timestamp())
+
+    def warm_up(self) -> None:
+        """Import and connect the heavy parts ahead of the first tool call (background thread)."""
+        from sqlalchemy import text
+
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))

@@ -1,0 +1,74 @@
+"""How notes appear in tool results, and the JSON schemas that describe that shape."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from notes_server.store.notes import NoteRecord
+
+WORKSPACE_URI = {
+    "type": "string",
+    "format": "uri",
+    "minLength": 8,
+    "maxLength": 2048,
+    "description": "The workspace to act in, as a file URI, e.g. file:///home/alice/notes",
+}
+NOTE_ID = {"type": "string", "minLength": 1, "maxLength": 64, "description": "An opaque note id"}
+TITLE = {"type": "string", "minLength": 1, "maxLength": 500}
+
+NOTE_SUMMARY_PROPERTIES: dict[str, Any] = {
+    "id": {"type": "string"},
+    "title": {"type": "string"},
+    "path": {"type": "string"},
+    "uri": {"type": "string"},
+    "version": {"type": "integer"},
+    "createdAt": {"type": "string"},
+    "updatedAt": {"type": "string"},
+    "archived": {"type": "boolean"},
+}
+NOTE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {**NOTE_SUMMARY_PROPERTIES, "body": {"type": "string"}},
+    "required": [*NOTE_SUMMARY_PROPERTIES, "body"],
+}
+NOTE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"note": NOTE_SCHEMA},
+    "required": ["note"],
+}
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO-8601 UTC with a Z suffix (stored datetimes are naive UTC)."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "title": note.title,
+        "path": note.path,
+        "uri": uri,
+        "version": note.version,
+        "createdAt": iso(note.created_at),
+        "updatedAt": iso(note.updated_at),
+        "archived": note.archived,
+    }
+
+
+def note_full(note: NoteRecord, uri: str) -> dict[str, Any]:
+    return {**note_summary(note, uri), "body": note.body}
+
+
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An input schema that refuses unknown arguments."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
