@@ -12,6 +12,7 @@ ENV_DB = "NOTES_SERVER_DB"
 ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
 ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
 ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
+ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
 DEFAULT_STATE_TTL = 300.0
 
 
@@ -44,6 +45,8 @@ class Settings:
     state_ttl: float = DEFAULT_STATE_TTL
     log_level: str = "INFO"
     tools_modules: tuple[str, ...] = ()
+    # Crash-safety tests only: block forever at this named point of a confirmed mutation.
+    pause_at: str | None = None
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -100,4 +103,5 @@ def build_settings(
         state_ttl=DEFAULT_STATE_TTL if state_ttl is None else state_ttl,
         log_level=env.get(ENV_LOG_LEVEL, "INFO").upper(),
         tools_modules=tools_modules,
+        pause_at=env.get(ENV_PAUSE_AT) or None,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from notes_server.capabilities import allows_form_elicitation
 from notes_server.errors import InvalidParams, UnsupportedVersion
 from notes_server.protocol.versions import (
     META_CAPABILITIES,
@@ -12,6 +13,8 @@ from notes_server.protocol.versions import (
     META_VERSION,
     MODERN_VERSIONS,
 )
+
+__all__ = ["ClientMeta", "allows_form_elicitation", "read_meta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +44,3 @@ def read_meta(params: dict[str, Any]) -> ClientMeta:
             {"supported": list(MODERN_VERSIONS), "requested": version},
         )
     return ClientMeta(version, capabilities, client_info)
-
-
-def allows_form_elicitation(capabilities: dict[str, Any]) -> bool:
-    """`elicitation: {}` means form-only; `{"form": {}}` is explicit; url-only is not enough."""
-    elicitation = capabilities.get("elicitation")
-    if not isinstance(elicitation, dict):
-        return False
-    if not elicitation:
-        return True
-    return isinstance(elicitation.get("form"), dict)

@@ -10,8 +10,10 @@ import importlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
+from notes_server.tools.delete import DeleteNote
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
 from notes_server.tools.search import SearchNotes
@@ -24,6 +26,9 @@ SHIPPED: tuple[type[Tool], ...] = (
     ReadNote,
     UpdateNote,
     MoveNote,
+    DeleteNote,
+    ArchiveNote,
+    RestoreNote,
 )
 
 

@@ -6,6 +6,7 @@ server answers `server/discover` and `tools/list` before SQLAlchemy or cryptogra
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -69,6 +70,15 @@ class Services:
                 )
             ring = KeyRing.load_or_create_file(key_file)
         return StateSealer(ring, clock=lambda: self.clock().replace(tzinfo=UTC).timestamp())
+
+    def checkpoint(self, point: str) -> None:
+        """A named step of a confirmed mutation. Crash-safety tests set `pause_at` to freeze
+        the process here (then SIGKILL it); otherwise this does nothing."""
+        if self.settings.pause_at != point:
+            return
+        sys.stderr.write(f"notes-server paused at {point}\n")
+        sys.stderr.flush()
+        threading.Event().wait()
 
     def warm_up(self) -> None:
         """Import and connect the heavy parts ahead of the first tool call (background thread)."""

@@ -1,0 +1,92 @@
+"""Consumed confirmation nonces: the primary key is what makes a confirmation single-use.
+
+`claim` is an INSERT ... ON CONFLICT DO NOTHING run inside the caller's write transaction, so
+the claim commits or rolls back together with the mutation it authorizes, on SQLite and
+PostgreSQL alike, with no process-local lock in the argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from notes_server.store.models import ConsumedNonce
+
+nonces = cast(Table, ConsumedNonce.__table__)
+PRUNE_BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class NonceRecord:
+    nonce: str
+    principal: str
+    tool: str
+    outcome: str
+    answer_digest: str | None
+    result_json: str | None
+
+
+def get(conn: Connection, nonce: str) -> NonceRecord | None:
+    row = conn.execute(
+        select(
+            nonces.c.nonce,
+            nonces.c.principal,
+            nonces.c.tool,
+            nonces.c.outcome,
+            nonces.c.answer_digest,
+            nonces.c.result_json,
+        ).where(nonces.c.nonce == nonce)
+    ).first()
+    return None if row is None else NonceRecord(*row)
+
+
+def claim(
+    conn: Connection,
+    *,
+    nonce: str,
+    principal: str,
+    tool: str,
+    outcome: str,
+    answer_digest: str | None,
+    result_json: str | None,
+    now: datetime,
+    expires_at: datetime,
+) -> bool:
+    """Insert the nonce; False if it was already consumed (by anyone, ever, until pruned)."""
+    values: dict[str, Any] = {
+        "nonce": nonce,
+        "principal": principal,
+        "tool": tool,
+        "outcome": outcome,
+        "answer_digest": answer_digest,
+        "result_json": result_json,
+        "consumed_at": now,
+        "expires_at": expires_at,
+    }
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = (
+        dialect.insert(nonces)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["nonce"])
+        .returning(nonces.c.nonce)
+    )
+    return conn.execute(statement).first() is not None
+
+
+def prune(conn: Connection, *, expired_before: datetime) -> int:
+    """Delete a bounded batch of nonces whose states expired before `expired_before`.
+
+    Safe because a state is refused once past its expiry, so its nonce can never be presented
+    again successfully; the caller passes a cut-off with a margin for clock skew.
+    """
+    victims = (
+        select(nonces.c.nonce)
+        .where(nonces.c.expires_at < expired_before)
+        .limit(PRUNE_BATCH)
+        .scalar_subquery()
+    )
+    return conn.execute(delete(nonces).where(nonces.c.nonce.in_(victims))).rowcount

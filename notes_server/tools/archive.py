@@ -1,0 +1,75 @@
+"""notes_archive (confirmed, like delete) and notes_restore (plain, reversible)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from notes_server.errors import ToolFailure
+from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.confirm import Action, ConfirmedAction, output_schema_for
+from notes_server.tools.read import not_found
+from notes_server.tools.scope import authorize, contain
+from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from notes_server.store.notes import NoteRecord
+
+
+class ArchiveNote(ConfirmedAction):
+    name = "notes_archive"
+    title = "Archive note"
+    description = (
+        "Archive one note whose title matches `title` (case-insensitive): it leaves search "
+        "results (unless includeArchived) but is kept and can be brought back with "
+        "notes_restore. Always asks the user, in a form, to pick the note and confirm."
+    )
+    action = Action(
+        tool="notes_archive",
+        input_key="archive_choice",
+        phase="archive/confirm",
+        verb="archive",
+        flag="archived",
+        done="archived",
+        confirm_title="Yes, archive this note",
+    )
+    output_schema = output_schema_for(action)
+    tool_annotations = tool_hints("Archive note", read_only=False, destructive=True)
+
+    def apply(self, conn: Connection, note: NoteRecord, now: datetime) -> bool:
+        from notes_server.store import notes
+
+        return notes.update_fields(conn, note, now=now, archived=True, archived_at=now) is not None
+
+
+class RestoreNote(Tool):
+    name = "notes_restore"
+    title = "Restore note"
+    description = "Bring an archived note back into search results, by id."
+    input_schema = schema(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, ["workspaceUri", "noteId"]
+    )
+    output_schema = NOTE_OUTPUT
+    tool_annotations = tool_hints("Restore note", read_only=False, idempotent=True)
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        from notes_server.store import notes
+        from notes_server.store.engine import write_tx
+
+        with write_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            note = notes.get_note(conn, workspace.uri, args["noteId"])
+            if note is None:
+                raise not_found(args["noteId"])
+            contain(workspace, note)
+            if not note.archived:
+                raise ToolFailure(f"Note {note.id!r} is not archived; nothing to restore.")
+            restored = notes.update_fields(
+                conn, note, now=self.services.clock(), archived=False, archived_at=None
+            )
+            if restored is None:
+                raise ToolFailure("The note changed while restoring it; try again.")
+            uri = contain(workspace, restored)
+        return ToolResult({"note": note_full(restored, uri)})

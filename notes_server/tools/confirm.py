@@ -1,0 +1,338 @@
+"""Confirmed destructive actions over multi round-trip requests (MRTR).
+
+Round 1 finds candidates inside the authorized workspace and returns `input_required` with a
+form elicitation and a sealed requestState. Round 2 verifies the state (key, expiry, principal,
+tool, phase, argument digest), validates the answer against the form that was asked, and runs ONE
+write transaction: refuse a consumed nonce, re-authorize, re-check the live note, claim the nonce,
+mutate, audit, commit. Any failure inside rolls the whole transaction back, nonce claim included.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from notes_server.capabilities import allows_form_elicitation
+from notes_server.errors import InvalidParams, MissingCapability, StateRejected, ToolFailure
+from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
+from notes_server.tools.scope import authorize, contain
+from notes_server.tools.views import TITLE, WORKSPACE_URI, iso, schema
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from notes_server.security.state import StateSealer
+    from notes_server.store.notes import NoteRecord
+
+MAX_CANDIDATES = 10
+PRUNE_MARGIN = timedelta(minutes=10)
+INVALID_CONFIRMATION = "Invalid confirmation: choose one of the offered notes and confirm it"
+REQUIRED_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What distinguishes one confirmed action from another; never shared between tools."""
+
+    tool: str
+    input_key: str
+    phase: str
+    verb: str
+    flag: str
+    done: str
+    confirm_title: str
+
+
+def args_digest(tool: str, workspace: str, title: str) -> str:
+    material = json.dumps([tool, workspace, title], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def answer_digest(note_id: str) -> str:
+    return hashlib.sha256(json.dumps([note_id, True]).encode()).hexdigest()
+
+
+def require_form_elicitation(capabilities: dict[str, Any]) -> None:
+    if not allows_form_elicitation(capabilities):
+        raise MissingCapability(
+            "This tool asks the user to confirm in a form: the request must declare the "
+            "elicitation capability with form mode",
+            {"requiredCapabilities": copy.deepcopy(REQUIRED_CAPABILITIES)},
+        )
+
+
+def output_schema_for(action: Action) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            action.flag: {"type": "boolean"},
+            "outcome": {"type": "string", "enum": [action.done, "declined", "cancelled"]},
+            "noteId": {"type": "string"},
+            "title": {"type": "string"},
+            "uri": {"type": "string"},
+        },
+        "required": [action.flag, "outcome"],
+    }
+
+
+class ConfirmedAction(Tool):
+    """Base for tools that change a note only after the user picks it and confirms."""
+
+    action: ClassVar[Action]
+    input_schema = schema(
+        {"workspaceUri": WORKSPACE_URI, "title": TITLE}, ["workspaceUri", "title"]
+    )
+
+    def apply(self, conn: Connection, note: NoteRecord, now: datetime) -> bool:
+        """Perform the mutation on the live row; False if the row changed underneath."""
+        raise NotImplementedError
+
+    # -- round dispatch -------------------------------------------------------------------
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:
+        require_form_elicitation(ctx.capabilities)
+        if ctx.request_state is None:
+            return self.ask(ctx, args)
+        claims = self.verify(ctx, args)
+        answer = (ctx.input_responses or {}).get(self.action.input_key)
+        if answer is None:
+            return self.ask(ctx, args)
+        kind = answer.get("action") if isinstance(answer, dict) else None
+        if kind == "cancel":
+            return self.finished("cancelled")
+        if kind == "decline":
+            return self.decline(ctx, args, claims)
+        if kind == "accept":
+            return self.accept(ctx, args, claims, self.chosen(answer, claims))
+        raise InvalidParams(INVALID_CONFIRMATION)
+
+    # -- round 1 --------------------------------------------------------------------------
+
+    def ask(self, ctx: CallContext, args: dict[str, Any]) -> InputRequired:
+        from notes_server.store import notes
+        from notes_server.store.engine import read_tx
+
+        with read_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            found = notes.find_by_title(
+                conn, workspace.uri, args["title"], archived=False, limit=MAX_CANDIDATES + 1
+            )
+        if not found:
+            raise ToolFailure(
+                f"No matching note in this workspace: no note titled {args['title']!r} to "
+                f"{self.action.verb}. Use notes_search to find the exact title."
+            )
+        shown = found[:MAX_CANDIDATES]
+        claims = {
+            "p": ctx.principal,
+            "m": "tools/call",
+            "t": self.action.tool,
+            "ph": self.action.phase,
+            "a": args_digest(self.action.tool, workspace.uri, args["title"]),
+            "c": [[note.id, note.version] for note in shown],
+            "n": secrets.token_hex(16),
+        }
+        state = self.sealer.seal(claims, self.services.settings.state_ttl)
+        request = {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": self.message(args["title"], workspace.uri, shown, len(found)),
+                "requestedSchema": self.form(shown),
+            },
+        }
+        return InputRequired({self.action.input_key: request}, state)
+
+    def message(self, title: str, workspace: str, shown: list[NoteRecord], found: int) -> str:
+        verb = self.action.verb
+        if found > len(shown):
+            count = (
+                f"More than {len(shown)} notes titled {title!r} match in {workspace}; showing the "
+                f"{len(shown)} most recently updated (use a more specific title to see others)."
+            )
+        elif found == 1:
+            count = f"One note titled {title!r} matches in {workspace}."
+        else:
+            count = f"{found} notes titled {title!r} match in {workspace}."
+        return f"{count} Choose the note to {verb} and confirm."
+
+    def form(self, shown: list[NoteRecord]) -> dict[str, Any]:
+        choices = [
+            {"const": n.id, "title": f"{n.title} — {n.path} (updated {iso(n.updated_at)})"}
+            for n in shown
+        ]
+        return {
+            "type": "object",
+            "properties": {
+                "note_id": {"type": "string", "title": "Note", "oneOf": choices},
+                "confirm": {"type": "boolean", "title": self.action.confirm_title},
+            },
+            "required": ["note_id", "confirm"],
+        }
+
+    # -- round 2 --------------------------------------------------------------------------
+
+    @property
+    def sealer(self) -> StateSealer:
+        return self.services.sealer
+
+    def verify(self, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
+        """Open the state and bind it to this principal, tool, phase and these arguments."""
+        from notes_server.security.state import StateError
+        from notes_server.security.uri import canonical_workspace
+
+        try:
+            claims = self.sealer.open(ctx.request_state or "")
+        except StateError as exc:
+            raise StateRejected(exc.reason) from None
+        try:
+            workspace = canonical_workspace(args["workspaceUri"])
+        except ValueError:
+            raise StateRejected("workspace no longer parses") from None
+        expected = {
+            "p": ctx.principal,
+            "m": "tools/call",
+            "t": self.action.tool,
+            "ph": self.action.phase,
+            "a": args_digest(self.action.tool, workspace, args["title"]),
+        }
+        for key, value in expected.items():
+            if claims.get(key) != value:
+                raise StateRejected(f"state claim {key!r} does not match this request")
+        if not isinstance(claims.get("c"), list) or not isinstance(claims.get("n"), str):
+            raise StateRejected("state payload is incomplete")
+        return claims
+
+    def chosen(self, answer: dict[str, Any], claims: dict[str, Any]) -> str:
+        """Validate an accept answer against the form that was asked: never infer consent."""
+        content = answer.get("content")
+        if not isinstance(content, dict) or set(content) != {"note_id", "confirm"}:
+            raise InvalidParams(INVALID_CONFIRMATION)
+        note_id, confirm = content["note_id"], content["confirm"]
+        sealed_ids = {entry[0] for entry in claims["c"]}
+        if confirm is not True or not isinstance(note_id, str) or note_id not in sealed_ids:
+            raise InvalidParams(INVALID_CONFIRMATION)
+        return note_id
+
+    def finished(self, outcome: str, **extra: Any) -> ToolResult:
+        return ToolResult(
+            {self.action.flag: outcome == self.action.done, "outcome": outcome, **extra}
+        )
+
+    def decline(self, ctx: CallContext, args: dict[str, Any], claims: dict[str, Any]) -> ToolResult:
+        from notes_server.store.engine import write_tx
+
+        with write_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            self.claim(conn, ctx, claims, "declined", None, None)
+            self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"])
+        return self.finished("declined")
+
+    def accept(
+        self, ctx: CallContext, args: dict[str, Any], claims: dict[str, Any], note_id: str
+    ) -> ToolResult:
+        from notes_server.store import nonces, notes
+        from notes_server.store.engine import write_tx
+
+        sealed_version = dict((entry[0], entry[1]) for entry in claims["c"])[note_id]
+        with write_tx(self.services.engine) as conn:
+            previous = nonces.get(conn, claims["n"])
+            if previous is not None:
+                return self.replayed(ctx, previous, note_id)
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            note = notes.get_note(conn, workspace.uri, note_id)
+            if note is None:
+                raise ToolFailure(
+                    f"The chosen note no longer exists in this workspace; nothing was "
+                    f"{self.action.done}."
+                )
+            if note.version != sealed_version or note.archived:
+                raise ToolFailure(
+                    f"The chosen note changed after the confirmation was requested (version "
+                    f"{sealed_version} -> {note.version}); nothing was {self.action.done}. "
+                    f"Call {self.action.tool} again to confirm the current version."
+                )
+            uri = contain(workspace, note)
+            result = self.finished(self.action.done, noteId=note.id, title=note.title, uri=uri)
+            self.claim(conn, ctx, claims, self.action.done, answer_digest(note_id), result)
+            self.services.checkpoint(f"{self.action.verb}.claimed")
+            if not self.apply(conn, note, self.services.clock()):
+                raise ToolFailure(f"The chosen note changed; nothing was {self.action.done}.")
+            self.services.checkpoint(f"{self.action.verb}.applied")
+            self.audit(conn, ctx, workspace.uri, self.action.done, note, claims, note.title)
+            self.services.checkpoint(f"{self.action.verb}.audited")
+        self.services.checkpoint(f"{self.action.verb}.committed")
+        return result
+
+    def replayed(self, ctx: CallContext, previous: Any, note_id: str) -> ToolResult:
+        """An exact repeat of a committed accept returns its recorded outcome; all else fails."""
+        same = (
+            previous.principal == ctx.principal
+            and previous.tool == self.action.tool
+            and previous.outcome == self.action.done
+            and previous.answer_digest == answer_digest(note_id)
+            and previous.result_json is not None
+        )
+        if not same:
+            raise StateRejected("confirmation nonce already consumed")
+        structured = json.loads(previous.result_json)
+        return ToolResult(structured)
+
+    def claim(
+        self,
+        conn: Connection,
+        ctx: CallContext,
+        claims: dict[str, Any],
+        outcome: str,
+        digest: str | None,
+        result: ToolResult | None,
+    ) -> None:
+        from notes_server.store import nonces
+
+        now = self.services.clock()
+        nonces.prune(conn, expired_before=now - PRUNE_MARGIN)
+        claimed = nonces.claim(
+            conn,
+            nonce=claims["n"],
+            principal=ctx.principal,
+            tool=self.action.tool,
+            outcome=outcome,
+            answer_digest=digest,
+            result_json=None if result is None else json.dumps(result.structured),
+            now=now,
+            expires_at=datetime.fromtimestamp(claims["exp"], UTC).replace(tzinfo=None),
+        )
+        if not claimed:
+            raise StateRejected("confirmation nonce already consumed")
+
+    def audit(
+        self,
+        conn: Connection,
+        ctx: CallContext,
+        workspace: str,
+        outcome: str,
+        note: NoteRecord | None,
+        claims: dict[str, Any],
+        title: str,
+    ) -> None:
+        from notes_server.store import audit
+
+        audit.record(
+            conn,
+            audit.AuditRecord(
+                at=self.services.clock(),
+                principal=ctx.principal,
+                tool=self.action.tool,
+                outcome=outcome,
+                workspace=workspace,
+                note_id=None if note is None else note.id,
+                note_title=title,
+                note_path=None if note is None else note.path,
+                nonce=claims["n"],
+            ),
+        )
