@@ -140,6 +140,10 @@ def _warm_up(services: Any) -> None:
         logging.getLogger("notes_server").exception("database warm-up failed")
 
 
+from notes_server.cli_audit import audit  # noqa: E402
+from notes_server.cli_call import call  # noqa: E402
 from notes_server.cli_workspace import workspace  # noqa: E402
 
 main.add_command(workspace)
+main.add_command(call)
+main.add_command(audit)

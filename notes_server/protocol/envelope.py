@@ -101,7 +101,11 @@ def decode(raw: bytes | str) -> Request | Notification:
 
 
 def _dump(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Compact UTF-8. A lone surrogate (only reachable through a client's own `\\uD800`
+    escape, e.g. in an id we echo) cannot be UTF-8 encoded; it is written back as that same
+    JSON escape instead of crashing the transport."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:

@@ -1,0 +1,67 @@
+"""Talk to a notes-server over stdio: spawn it, send one request, read its one reply.
+
+Each request carries full `_meta`; nothing depends on earlier requests (stateless protocol).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+PROTOCOL_VERSION = "2026-07-28"
+CLIENT_INFO = {"name": "notes-server-call", "version": "1"}
+
+
+def request_meta(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    }
+
+
+class StdioSession:
+    """A server subprocess with line-delimited JSON-RPC on its pipes."""
+
+    def __init__(self, serve_args: Sequence[str], *, stderr: IO[bytes] | int | None = None):
+        command = [sys.executable, "-m", "notes_server", "serve", *serve_args]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+        )
+        self._ids = itertools.count(1)
+
+    def request(
+        self, method: str, params: dict[str, Any], capabilities: dict[str, Any]
+    ) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self._ids),
+            "method": method,
+            "params": {**params, "_meta": request_meta(capabilities)},
+        }
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise ConnectionError("the server exited before answering")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def close(self) -> int:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        code = self.process.wait(timeout=30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return code
+
+    def __enter__(self) -> StdioSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,123 @@
+"""Generic fixtures: settings on a temp SQLite file, a migrated engine, the in-process server,
+grants, a `call` helper that speaks 2026-07-28, and real `serve` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from helpers import ServerProcess, default_db_url, make_request  # noqa: E402
+from helpers import spawn_server as _spawn_server  # noqa: E402
+
+from notes_server.app import create_app  # noqa: E402
+from notes_server.config import Settings  # noqa: E402
+from notes_server.protocol.dispatch import McpServer  # noqa: E402
+from notes_server.security.state import KeyRing  # noqa: E402
+from notes_server.tools.services import Services  # noqa: E402
+
+Call = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        db_url=default_db_url(tmp_path),
+        principal="alice",
+        state_keys=KeyRing.generate_spec(),
+    )
+
+
+@pytest.fixture
+def migrated_engine(settings: Settings) -> Iterator[Engine]:
+    from notes_server.store import migrate
+    from notes_server.store.engine import make_engine
+
+    engine = make_engine(settings.db_url)
+    try:
+        migrate.upgrade(engine)
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def services(settings: Settings, migrated_engine: Engine) -> Services:
+    return Services(settings, engine=migrated_engine)
+
+
+@pytest.fixture
+def server(settings: Settings, services: Services) -> McpServer:
+    return create_app(settings, services)
+
+
+@pytest.fixture
+def grant(migrated_engine: Engine) -> Callable[..., str]:
+    """grant(principal, uri, role="write") stores a grant on the canonical URI and returns it."""
+    from notes_server.security.uri import canonical_workspace
+    from notes_server.store import grants
+    from notes_server.store.engine import write_tx
+    from notes_server.tools.services import utc_now
+
+    def _grant(principal: str, uri: str, role: str = "write") -> str:
+        canonical = canonical_workspace(uri)
+        with write_tx(migrated_engine) as conn:
+            grants.upsert(conn, principal, canonical, role, utc_now())
+        return canonical
+
+    return _grant
+
+
+@pytest.fixture
+def call(server: McpServer) -> Call:
+    """call(method, params=None, *, principal="alice", caps=None, id=1) -> parsed reply."""
+
+    def _call(
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        principal: str = "alice",
+        caps: dict[str, Any] | None = None,
+        id: int | str = 1,
+    ) -> dict[str, Any]:
+        request = make_request(method, params, caps=caps, id=id)
+        raw = server.handle_raw(json.dumps(request).encode(), principal)
+        assert raw is not None, "a request must always be answered"
+        reply: dict[str, Any] = json.loads(raw)
+        return reply
+
+    return _call
+
+
+@pytest.fixture
+def call_tool(call: Call) -> Call:
+    """call_tool(name, arguments, *, principal="alice", caps=None) -> parsed reply."""
+
+    def _call_tool(name: str, arguments: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        return call("tools/call", {"name": name, "arguments": arguments}, **kw)
+
+    return _call_tool
+
+
+@pytest.fixture
+def spawn_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """spawn_server(*args, db_url=..., principal="alice", env=None): a real `serve` process,
+    stopped (stdin closed, then waited for) at teardown."""
+    started: list[ServerProcess] = []
+
+    def _spawn(*args: str, **kw: Any) -> ServerProcess:
+        process = _spawn_server(tmp_path, *args, **kw)
+        started.append(process)
+        return process
+
+    yield _spawn
+    for process in started:
+        if process.proc.returncode is None:
+            process.close()

@@ -1,0 +1,197 @@
+"""JSON-RPC envelope: strict decoding of one message, compact encoding of replies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    encode_result,
+)
+
+
+def failure_of(raw: bytes | str) -> DecodeFailure:
+    with pytest.raises(DecodeFailure) as info:
+        decode(raw)
+    return info.value
+
+
+def message(**members: Any) -> bytes:
+    return json.dumps(members).encode()
+
+
+def test_a_well_formed_request_decodes_with_its_id_method_and_params() -> None:
+    request = decode(message(jsonrpc="2.0", id=7, method="tools/list", params={"a": 1}))
+
+    assert request == Request(7, "tools/list", {"a": 1})
+
+
+def test_a_string_id_is_kept_as_a_string() -> None:
+    request = decode(message(jsonrpc="2.0", id="7", method="m"))
+
+    assert isinstance(request, Request)
+    assert request.id == "7"
+
+
+def test_missing_params_decode_as_an_empty_object() -> None:
+    assert decode(message(jsonrpc="2.0", id=1, method="m")) == Request(1, "m", {})
+
+
+def test_a_message_without_id_is_a_notification() -> None:
+    decoded = decode(message(jsonrpc="2.0", method="notifications/cancelled", params={"x": 1}))
+
+    assert decoded == Notification("notifications/cancelled", {"x": 1})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"{not json", b"", b'{"jsonrpc":"2.0","id":1,"method":"m"', b"{'a': 1}"],
+    ids=["garbage", "empty", "truncated", "single-quotes"],
+)
+def test_invalid_json_is_a_parse_error_without_id(raw: bytes) -> None:
+    failure = failure_of(raw)
+
+    assert failure.error.code == PARSE_ERROR
+    assert failure.request_id is None
+
+
+def test_bytes_that_are_not_utf8_are_a_parse_error() -> None:
+    failure = failure_of(b'{"jsonrpc":"2.0","id":1,"method":"\xff\xfe"}')
+
+    assert failure.error.code == PARSE_ERROR
+    assert failure.request_id is None
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_number_constants_are_a_parse_error(constant: str) -> None:
+    failure = failure_of(f'{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"x":{constant}}}}}')
+
+    assert failure.error.code == PARSE_ERROR
+
+
+def test_a_batch_array_is_an_invalid_request() -> None:
+    failure = failure_of(b'[{"jsonrpc":"2.0","id":1,"method":"m"}]')
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id is None
+
+
+def test_an_empty_batch_array_is_an_invalid_request() -> None:
+    assert failure_of(b"[]").error.code == INVALID_REQUEST
+
+
+@pytest.mark.parametrize("raw", [b"1", b'"text"', b"null", b"true"])
+def test_a_json_scalar_is_an_invalid_request(raw: bytes) -> None:
+    failure = failure_of(raw)
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id is None
+
+
+def test_missing_jsonrpc_member_is_an_invalid_request_that_echoes_the_id() -> None:
+    failure = failure_of(message(id=5, method="m"))
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id == 5
+
+
+def test_jsonrpc_version_1_is_an_invalid_request_that_echoes_the_id() -> None:
+    failure = failure_of(message(jsonrpc="1.0", id="abc", method="m"))
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id == "abc"
+
+
+@pytest.mark.parametrize("bad_id", [None, True, 1.5, {}, [], False])
+def test_an_id_that_is_not_a_string_or_integer_is_refused_with_a_null_id(bad_id: Any) -> None:
+    failure = failure_of(message(jsonrpc="2.0", id=bad_id, method="m"))
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id is None
+
+
+def test_duplicate_object_keys_are_an_invalid_request() -> None:
+    failure = failure_of(b'{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}')
+
+    assert failure.error.code == INVALID_REQUEST
+
+
+def test_duplicate_keys_nested_in_params_are_an_invalid_request() -> None:
+    failure = failure_of(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":1,"x":2}}')
+
+    assert failure.error.code == INVALID_REQUEST
+
+
+@pytest.mark.parametrize("extra", ["result", "error", "extra"])
+def test_an_unexpected_member_is_an_invalid_request(extra: str) -> None:
+    failure = failure_of(message(jsonrpc="2.0", id=3, method="m", **{extra: {}}))
+
+    assert failure.error.code == INVALID_REQUEST
+    assert failure.request_id == 3
+
+
+@pytest.mark.parametrize("method", [None, 1, "", ["m"]])
+def test_a_method_that_is_not_a_non_empty_string_is_an_invalid_request(method: Any) -> None:
+    failure = failure_of(message(jsonrpc="2.0", id=3, method=method))
+
+    assert failure.error.code == INVALID_REQUEST
+
+
+def test_a_response_object_sent_to_the_server_is_an_invalid_request() -> None:
+    assert failure_of(message(jsonrpc="2.0", id=1, result={})).error.code == INVALID_REQUEST
+
+
+@pytest.mark.parametrize("params", [[1, 2], "x", 3, None])
+def test_params_that_are_not_an_object_are_invalid_params(params: Any) -> None:
+    failure = failure_of(message(jsonrpc="2.0", id=9, method="m", params=params))
+
+    assert failure.error.code == INVALID_PARAMS
+    assert failure.request_id == 9
+
+
+def test_encoded_results_are_one_compact_line() -> None:
+    raw = encode_result(1, {"text": "line one\nline two", "nested": {"a": [1, 2]}})
+
+    assert b"\n" not in raw
+    assert b", " not in raw and b": " not in raw
+    assert json.loads(raw) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"text": "line one\nline two", "nested": {"a": [1, 2]}},
+    }
+
+
+def test_encoded_errors_carry_a_null_id_when_the_id_is_unknown() -> None:
+    raw = encode_error(None, {"code": -32700, "message": "Parse error"})
+
+    assert b"\n" not in raw
+    assert json.loads(raw) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error"},
+    }
+
+
+def test_non_ascii_text_is_encoded_as_utf8() -> None:
+    raw = encode_result("é", {"title": "Grüße ✓"})
+
+    assert "Grüße ✓".encode() in raw
+    assert json.loads(raw.decode("utf-8"))["id"] == "é"
+
+
+def test_a_lone_surrogate_in_an_id_is_echoed_as_an_escape_not_a_crash() -> None:
+    request = decode(b'{"jsonrpc":"2.0","id":"\\ud800","method":"m"}')
+    assert isinstance(request, Request)
+
+    raw = encode_error(request.id, {"code": -32601, "message": "Method not found"})
+
+    raw.decode("utf-8")
+    assert json.loads(raw)["id"] == "\ud800"
