@@ -98,6 +98,14 @@ def migrate(db: str | None) -> None:
     help="Seconds a confirmation form stays valid (default 300).",
 )
 @click.option(
+    "--sandbox",
+    type=click.Choice(["auto", "require", "off"]),
+    default="auto",
+    show_default=True,
+    help="Confine the process with Linux Landlock (writes only beside the database and in "
+    "temp dirs; no TCP for embedded SQLite). `require` refuses to serve without it.",
+)
+@click.option(
     "--tools-module",
     "tools_modules",
     multiple=True,
@@ -109,6 +117,7 @@ def serve(
     principal: str | None,
     transport: str,
     state_ttl: float | None,
+    sandbox: str,
     tools_modules: tuple[str, ...],
 ) -> None:
     """Serve MCP over stdio. stdout carries only MCP messages; logs go to stderr."""
@@ -117,20 +126,37 @@ def serve(
     from notes_server.transports.stdio import serve_stdio
 
     settings = build_settings(
-        db=db, principal=principal, state_ttl=state_ttl, tools_modules=tools_modules
+        db=db,
+        principal=principal,
+        state_ttl=state_ttl,
+        tools_modules=tools_modules,
+        sandbox=sandbox,
     )
     setup_logging(settings.log_level)
     ensure_schema(settings)
     services = Services(settings)
     server = create_app(settings, services)
+    confinement = _confine(settings)
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | "
-        f"principal {settings.principal} | MCP 2026-07-28 over {transport}",
+        f"principal {settings.principal} | MCP 2026-07-28 over {transport} | {confinement}",
         err=True,
     )
     threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(server, settings.principal, sys.stdin.buffer, sys.stdout.buffer)
+
+
+def _confine(settings: Settings) -> str:
+    """Sandbox before any thread starts (Landlock covers only threads created afterwards)."""
+    from notes_server.security.sandbox import SandboxUnavailable, confine
+
+    try:
+        return confine(
+            settings.sandbox, settings.sqlite_path, allow_network=settings.sqlite_path is None
+        )
+    except SandboxUnavailable as exc:
+        raise click.ClickException(f"--sandbox require: {exc}") from None
 
 
 def _warm_up(services: Any) -> None:

@@ -45,6 +45,7 @@ class Settings:
     state_ttl: float = DEFAULT_STATE_TTL
     log_level: str = "INFO"
     tools_modules: tuple[str, ...] = ()
+    sandbox: str = "auto"
     # Crash-safety tests only: block forever at this named point of a confirmed mutation.
     pause_at: str | None = None
 
@@ -90,6 +91,7 @@ def build_settings(
     principal: str | None = None,
     state_ttl: float | None = None,
     tools_modules: tuple[str, ...] = (),
+    sandbox: str = "auto",
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """The one constructor used by the CLI; tests pass `env` explicitly."""
@@ -104,4 +106,5 @@ def build_settings(
         log_level=env.get(ENV_LOG_LEVEL, "INFO").upper(),
         tools_modules=tools_modules,
         pause_at=env.get(ENV_PAUSE_AT) or None,
+        sandbox=sandbox,
     )

@@ -104,7 +104,7 @@ class ConfirmedAction(Tool):
             return self.ask(ctx, args)
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
-            return self.finished("cancelled")
+            return self.cancel(claims)
         if kind == "decline":
             return self.decline(ctx, args, claims)
         if kind == "accept":
@@ -223,6 +223,16 @@ class ConfirmedAction(Tool):
         return ToolResult(
             {self.action.flag: outcome == self.action.done, "outcome": outcome, **extra}
         )
+
+    def cancel(self, claims: dict[str, Any]) -> ToolResult:
+        """Touch nothing; but a state whose confirmation was already used is not cancellable."""
+        from notes_server.store import nonces
+        from notes_server.store.engine import read_tx
+
+        with read_tx(self.services.engine) as conn:
+            if nonces.get(conn, claims["n"]) is not None:
+                raise StateRejected("confirmation nonce already consumed")
+        return self.finished("cancelled")
 
     def decline(self, ctx: CallContext, args: dict[str, Any], claims: dict[str, Any]) -> ToolResult:
         from notes_server.store.engine import write_tx

@@ -34,6 +34,8 @@ def decode_cursor(cursor: str, digest: str) -> int:
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
         offset = data["o"]
         valid = data["q"] == digest and type(offset) is int and 0 < offset <= MAX_OFFSET
+        # The lenient base64 decoder skips foreign characters: accept only our own spelling.
+        valid = valid and encode_cursor(offset, digest) == cursor
     except (ValueError, KeyError, TypeError, UnicodeEncodeError):
         valid = False
     if not valid:
