@@ -14,14 +14,14 @@ from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import ServerProcess, default_db_url, make_request  # noqa: E402
-from helpers import spawn_server as _spawn_server  # noqa: E402
+from helpers import ServerProcess, default_db_url, make_request
+from helpers import spawn_server as _spawn_server
 
-from notes_server.app import create_app  # noqa: E402
-from notes_server.config import Settings  # noqa: E402
-from notes_server.protocol.dispatch import McpServer  # noqa: E402
-from notes_server.security.state import KeyRing  # noqa: E402
-from notes_server.tools.services import Services  # noqa: E402
+from notes_server.app import create_app
+from notes_server.config import Settings
+from notes_server.protocol.dispatch import McpServer
+from notes_server.security.state import KeyRing
+from notes_server.tools.services import Services
 
 Call = Callable[..., dict[str, Any]]
 

@@ -5,6 +5,7 @@ Importable from any test module because tests/conftest.py puts this directory on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -99,10 +100,8 @@ class ServerProcess:
     def close(self) -> int:
         """Close stdin (the client's way to end a session) and return the exit code."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
         try:
             code = self.proc.wait(timeout=READ_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, to_wire
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -195,3 +197,39 @@ def test_a_lone_surrogate_in_an_id_is_echoed_as_an_escape_not_a_crash() -> None:
 
     raw.decode("utf-8")
     assert json.loads(raw)["id"] == "\ud800"
+
+
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
+
+
+@given(ANY_TEXT)
+def test_any_string_id_is_echoed_as_valid_utf8_json(request_id: str) -> None:
+    raw = encode_error(request_id, {"code": -32601, "message": f"Method not found: {request_id}"})
+
+    reply = json.loads(raw.decode("utf-8"))
+
+    assert b"\n" not in raw
+    assert reply["id"] == request_id
+    assert reply["error"]["message"] == f"Method not found: {request_id}"
+
+
+@given(st.binary(max_size=120))
+def test_arbitrary_bytes_either_decode_or_fail_with_an_encodable_error(raw: bytes) -> None:
+    try:
+        decode(raw)
+    except DecodeFailure as failure:
+        reply = json.loads(encode_error(failure.request_id, to_wire(failure.error)))
+        assert reply["error"]["code"] in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS)
+
+
+@given(
+    request_id=st.one_of(ANY_TEXT, st.integers()),
+    method=ANY_TEXT.filter(bool),
+    params=st.dictionaries(ANY_TEXT, st.one_of(st.none(), st.booleans(), ANY_TEXT), max_size=4),
+)
+def test_any_well_formed_request_decodes_to_what_was_sent(
+    request_id: str | int, method: str, params: dict[str, Any]
+) -> None:
+    raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+    assert decode(raw.encode()) == Request(request_id, method, params)

@@ -1,0 +1,217 @@
+"""Schema migrations from code, the FTS index triggers, and the SQLite engine settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, inspect
+
+from notes_server.store import migrate, notes
+from notes_server.store.engine import BUSY_TIMEOUT_MS, make_engine, read_tx, write_tx
+
+TABLES = {"notes", "workspace_grants", "consumed_nonces", "audit_log", "alembic_version"}
+WS = "file:///home/alice/notes"
+NOW = datetime(2026, 8, 1, 12, 0, 0)
+
+
+@pytest.fixture
+def empty_engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def table_names(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        return set(inspect(conn).get_table_names())
+
+
+def test_upgrade_on_an_empty_database_creates_the_schema(empty_engine: Engine) -> None:
+    assert migrate.current_revision(empty_engine) is None
+
+    before, after = migrate.upgrade(empty_engine)
+
+    assert (before, after) == (None, migrate.HEAD)
+    assert table_names(empty_engine) >= TABLES | {"notes_fts"}
+
+
+def test_upgrade_is_idempotent(empty_engine: Engine) -> None:
+    migrate.upgrade(empty_engine)
+    tables = table_names(empty_engine)
+
+    assert migrate.upgrade(empty_engine) == (migrate.HEAD, migrate.HEAD)
+    assert table_names(empty_engine) == tables
+
+
+def test_models_and_migrations_do_not_drift(migrated_engine: Engine) -> None:
+    migrate.check(migrated_engine)
+
+
+def test_head_names_the_newest_migration(migrated_engine: Engine) -> None:
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(migrate.alembic_config(migrated_engine))
+
+    assert scripts.get_heads() == [migrate.HEAD]
+    assert migrate.current_revision(migrated_engine) == migrate.HEAD
+
+
+def test_downgrade_to_base_and_upgrade_again(empty_engine: Engine) -> None:
+    migrate.upgrade(empty_engine)
+
+    migrate.downgrade(empty_engine, "base")
+
+    assert migrate.current_revision(empty_engine) is None
+    assert table_names(empty_engine) <= {"alembic_version"}
+    assert migrate.upgrade(empty_engine) == (None, migrate.HEAD)
+    migrate.check(empty_engine)
+
+
+def test_sqlite_revision_reads_the_stamp_of_a_migrated_file(
+    migrated_engine: Engine, tmp_path: Path
+) -> None:
+    assert migrate.sqlite_revision(tmp_path / "notes.db") == migrate.HEAD
+
+
+def test_sqlite_revision_is_none_for_a_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "notes.db"
+
+    assert migrate.sqlite_revision(missing) is None
+    assert not missing.exists()
+
+
+def test_sqlite_revision_is_none_for_an_unmigrated_file(
+    empty_engine: Engine, tmp_path: Path
+) -> None:
+    with empty_engine.connect() as conn:
+        conn.exec_driver_sql("CREATE TABLE unrelated (x INTEGER)")
+        conn.commit()
+
+    assert migrate.sqlite_revision(tmp_path / "fresh.db") is None
+
+
+# --- FTS triggers ------------------------------------------------------------------------
+
+
+def search_ids(engine: Engine, query: str) -> list[str]:
+    with read_tx(engine) as conn:
+        hits = notes.search(conn, WS, query, include_archived=True, limit=50, offset=0)
+    return [hit.note.id for hit in hits]
+
+
+def test_fts_index_follows_inserts_updates_and_deletes(migrated_engine: Engine) -> None:
+    with write_tx(migrated_engine) as conn:
+        note = notes.insert_note(
+            conn, workspace=WS, path="a.md", title="Walrus", body="tusks and ice", now=NOW
+        )
+    assert search_ids(migrated_engine, "walrus") == [note.id]
+    assert search_ids(migrated_engine, "tusks") == [note.id]
+
+    with write_tx(migrated_engine) as conn:
+        updated = notes.update_fields(conn, note, now=NOW, title="Penguin", body="feathers")
+    assert updated is not None
+    assert search_ids(migrated_engine, "penguin") == [note.id]
+    assert search_ids(migrated_engine, "feathers") == [note.id]
+    assert search_ids(migrated_engine, "walrus") == []
+    assert search_ids(migrated_engine, "tusks") == []
+
+    with write_tx(migrated_engine) as conn:
+        assert notes.delete_note(conn, updated)
+    assert search_ids(migrated_engine, "penguin") == []
+    with migrated_engine.connect() as conn:
+        count = conn.exec_driver_sql(
+            "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH 'feathers'"
+        )
+        assert count.scalar_one() == 0
+
+
+def test_fts_index_is_untouched_by_a_path_only_update(migrated_engine: Engine) -> None:
+    with write_tx(migrated_engine) as conn:
+        note = notes.insert_note(conn, workspace=WS, path="a.md", title="Owl", body="", now=NOW)
+        moved = notes.update_fields(conn, note, now=NOW, path="b/a.md")
+    assert moved is not None
+
+    assert search_ids(migrated_engine, "owl") == [note.id]
+
+
+def test_fts_integrity_check_passes_after_changes(migrated_engine: Engine) -> None:
+    with write_tx(migrated_engine) as conn:
+        for i in range(5):
+            note = notes.insert_note(
+                conn, workspace=WS, path=f"{i}.md", title=f"t{i}", body=f"b{i}", now=NOW
+            )
+            notes.update_fields(conn, note, now=NOW, body="changed")
+    with migrated_engine.connect() as conn:
+        conn.exec_driver_sql("INSERT INTO notes_fts(notes_fts) VALUES ('integrity-check')")
+
+
+# --- engine ------------------------------------------------------------------------------
+
+
+def test_engine_uses_wal_and_a_busy_timeout(migrated_engine: Engine) -> None:
+    with migrated_engine.connect() as conn:
+        journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar_one()
+        timeout = conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one()
+        foreign_keys = conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one()
+
+    assert journal == "wal"
+    assert timeout == BUSY_TIMEOUT_MS > 0
+    assert foreign_keys == 1
+
+
+def test_write_transactions_take_the_write_lock_up_front(migrated_engine: Engine) -> None:
+    statements: list[str] = []
+
+    from sqlalchemy import event
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(migrated_engine, "before_cursor_execute", record)
+    try:
+        with write_tx(migrated_engine) as conn:
+            conn.exec_driver_sql("SELECT 1")
+        with read_tx(migrated_engine) as conn:
+            conn.exec_driver_sql("SELECT 2")
+    finally:
+        event.remove(migrated_engine, "before_cursor_execute", record)
+
+    assert statements == ["BEGIN IMMEDIATE", "SELECT 1", "BEGIN", "SELECT 2"]
+
+
+def test_a_failed_write_transaction_rolls_back(migrated_engine: Engine) -> None:
+    with pytest.raises(RuntimeError), write_tx(migrated_engine) as conn:
+        notes.insert_note(conn, workspace=WS, path="a.md", title="Gone", body="", now=NOW)
+        raise RuntimeError("abort")
+
+    assert search_ids(migrated_engine, "gone") == []
+
+
+def test_a_path_conflict_is_reported_and_the_transaction_stays_usable(
+    migrated_engine: Engine,
+) -> None:
+    with write_tx(migrated_engine) as conn:
+        first = notes.insert_note(conn, workspace=WS, path="a.md", title="One", body="", now=NOW)
+        with pytest.raises(notes.PathConflict):
+            notes.insert_note(conn, workspace=WS, path="a.md", title="Two", body="", now=NOW)
+        second = notes.insert_note(conn, workspace=WS, path="b.md", title="Two", body="", now=NOW)
+
+    assert sorted(
+        search_ids(migrated_engine, "one") + search_ids(migrated_engine, "two")
+    ) == sorted([first.id, second.id])
+
+
+def test_the_engine_creates_the_database_directory(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path}/deep/er/notes.db")
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    finally:
+        engine.dispose()
+
+    assert (tmp_path / "deep" / "er" / "notes.db").exists()

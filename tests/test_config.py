@@ -1,0 +1,138 @@
+"""Settings resolution: flags over environment over defaults, and secrets kept out of sight."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from notes_server.config import Settings, build_settings, os_login
+from notes_server.security.state import KeyRing
+
+XDG = "/srv/xdg"
+
+
+def test_the_db_flag_wins_over_the_environment() -> None:
+    settings = build_settings(
+        db="sqlite:////flag.db", env={"NOTES_SERVER_DB": "sqlite:////env.db", "XDG_DATA_HOME": XDG}
+    )
+
+    assert settings.db_url == "sqlite:////flag.db"
+    assert settings.db_is_default is False
+
+
+def test_the_environment_db_wins_over_the_default() -> None:
+    settings = build_settings(env={"NOTES_SERVER_DB": "sqlite:////env.db", "XDG_DATA_HOME": XDG})
+
+    assert settings.db_url == "sqlite:////env.db"
+    assert settings.db_is_default is False
+
+
+def test_without_configuration_the_db_lives_in_the_xdg_data_directory() -> None:
+    settings = build_settings(env={"XDG_DATA_HOME": XDG})
+
+    assert settings.db_url == f"sqlite:///{XDG}/notes-server/notes.db"
+    assert settings.db_is_default is True
+    assert settings.sqlite_path == Path(XDG) / "notes-server" / "notes.db"
+
+
+@pytest.mark.parametrize("xdg", [None, "", "relative/dir"])
+def test_a_missing_or_relative_xdg_data_home_falls_back_to_local_share(xdg: str | None) -> None:
+    env = {} if xdg is None else {"XDG_DATA_HOME": xdg}
+
+    settings = build_settings(env=env)
+
+    expected = Path.home() / ".local" / "share" / "notes-server" / "notes.db"
+    assert settings.db_url == f"sqlite:///{expected}"
+
+
+def test_an_empty_environment_db_counts_as_unset() -> None:
+    settings = build_settings(env={"NOTES_SERVER_DB": "", "XDG_DATA_HOME": XDG})
+
+    assert settings.db_is_default is True
+
+
+def test_the_principal_flag_wins_over_the_environment() -> None:
+    settings = build_settings(principal="flag", env={"NOTES_SERVER_PRINCIPAL": "env"})
+
+    assert settings.principal == "flag"
+
+
+def test_the_environment_principal_wins_over_the_login_name() -> None:
+    assert build_settings(env={"NOTES_SERVER_PRINCIPAL": "env"}).principal == "env"
+
+
+def test_without_configuration_the_principal_is_the_login_name() -> None:
+    assert build_settings(env={}).principal == os_login()
+
+
+def test_state_keys_and_log_level_come_from_the_environment() -> None:
+    spec = KeyRing.generate_spec()
+
+    settings = build_settings(
+        env={"NOTES_SERVER_STATE_KEYS": spec, "NOTES_SERVER_LOG_LEVEL": "debug"}
+    )
+
+    assert settings.state_keys == spec
+    assert settings.log_level == "DEBUG"
+
+
+def test_settings_are_frozen() -> None:
+    settings = build_settings(env={})
+
+    with pytest.raises(AttributeError):
+        settings.principal = "mallory"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://notes:s3cret@db.internal:5432/notes",
+            "postgresql://***@db.internal:5432/notes",
+        ),
+        ("postgresql+psycopg://u:p%40ss@host/db", "postgresql+psycopg://***@host/db"),
+        ("postgresql://u:pa/ss@host/db", "postgresql://***@host/db"),
+        ("postgresql://u:p@ss@host/db", "postgresql://***@host/db"),
+        ("sqlite:////var/lib/notes/notes.db", "sqlite:////var/lib/notes/notes.db"),
+        ("sqlite:////srv/@team/notes.db", "sqlite:////srv/@team/notes.db"),
+        ("sqlite:///rel@tive.db", "sqlite:///rel@tive.db"),
+    ],
+)
+def test_db_display_hides_credentials(url: str, shown: str) -> None:
+    settings = Settings(db_url=url)
+
+    assert settings.db_display == shown
+    for secret in ("s3cret", "p%40ss", "pa/ss", "p@ss"):
+        assert secret not in settings.db_display
+
+
+def test_repr_never_shows_state_keys() -> None:
+    spec = KeyRing.generate_spec()
+    settings = build_settings(env={"NOTES_SERVER_STATE_KEYS": spec})
+
+    text = repr(settings) + str(settings)
+
+    assert spec not in text
+    for part in spec.replace(",", ":").split(":"):
+        if len(part) >= 16:
+            assert part not in text
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:////abs/notes.db", Path("/abs/notes.db")),
+        ("sqlite:////abs/notes.db?mode=rwc", Path("/abs/notes.db")),
+        ("sqlite:///:memory:", None),
+        ("sqlite://", None),
+        ("postgresql://u@h/db", None),
+    ],
+)
+def test_sqlite_path_is_known_only_for_file_databases(url: str, path: Path | None) -> None:
+    settings = Settings(db_url=url)
+
+    assert settings.sqlite_path == path
+    assert settings.state_key_file == (
+        None if path is None else path.with_name(path.name + ".state-keys")
+    )

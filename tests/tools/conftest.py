@@ -1,0 +1,51 @@
+"""Fixtures for the confirmed-action tests: `flow`, an in-process server with a manual clock
+(see confirm_support.Flow). Names are unique so they never shadow the root fixtures."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
+
+from notes_server.config import Settings
+from notes_server.security.state import KeyRing
+
+
+@pytest.fixture(scope="session")
+def confirm_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty SQLite file; each test copies it instead of migrating again."""
+    from notes_server.store import migrate
+    from notes_server.store.engine import make_engine
+
+    path = tmp_path_factory.mktemp("confirm-template") / "notes.db"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+    return path
+
+
+@pytest.fixture
+def flow(tmp_path: Path, confirm_template_db: Path) -> Iterator[Flow]:
+    """alice has write access to WS and OTHER_WS; the database holds no notes yet."""
+    from notes_server.store.engine import make_engine
+
+    shutil.copyfile(confirm_template_db, tmp_path / "notes.db")
+    settings = Settings(
+        db_url=f"sqlite:///{tmp_path}/notes.db",
+        principal="alice",
+        state_keys=KeyRing.generate_spec(),
+        state_ttl=STATE_TTL,
+    )
+    engine = make_engine(settings.db_url)
+    try:
+        harness = Flow(settings, engine, ManualClock())
+        harness.grant("alice", WS)
+        harness.grant("alice", OTHER_WS)
+        yield harness
+    finally:
+        engine.dispose()
