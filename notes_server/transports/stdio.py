@@ -2,12 +2,17 @@
 
 Requests are answered in arrival order, one line each; pipelined requests simply queue in the
 pipe. Oversized lines are drained and refused without reading them into memory.
+
+The seam: a `LineReader` hands each frame to one per-connection object (`Connection`). The
+default one answers every frame statelessly. A connection may pull further frames from the same
+reader while it handles one and may write extra lines (the 2025-11-25 adapter in
+`notes_server.legacy` reads the client's answer to a server-initiated request that way).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import BinaryIO
+from typing import BinaryIO, Final, Protocol
 
 from notes_server.errors import InvalidRequest, to_wire
 from notes_server.protocol.dispatch import McpServer
@@ -18,6 +23,14 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 log = logging.getLogger("notes_server.stdio")
 
 
+class Oversized:
+    """A line longer than MAX_LINE_BYTES; its bytes were drained, never held."""
+
+
+OVERSIZED: Final = Oversized()
+Frame = bytes | Oversized
+
+
 def _drain_line(stream: BinaryIO) -> None:
     while True:
         chunk = stream.readline(MAX_LINE_BYTES)
@@ -25,22 +38,79 @@ def _drain_line(stream: BinaryIO) -> None:
             return
 
 
-def serve_stdio(server: McpServer, principal: str, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Serve until EOF on stdin."""
-    while True:
-        line = stdin.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            _drain_line(stdin)
-            reply: bytes | None = encode_error(
-                None, to_wire(InvalidRequest("Invalid Request: message too large"))
-            )
-        else:
+class LineReader:
+    """Frames from the client: stripped non-empty lines, OVERSIZED, or None at EOF."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def next_frame(self) -> Frame | None:
+        while True:
+            line = self._stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return None
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                _drain_line(self._stream)
+                return OVERSIZED
             stripped = line.strip()
-            if not stripped:
-                continue
-            reply = server.handle_raw(stripped, principal)
+            if stripped:
+                return stripped
+
+
+class LineWriter:
+    """One message per line, flushed at once."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def write(self, message: bytes) -> None:
+        self._stream.write(message + b"\n")
+        self._stream.flush()
+
+
+def answer(server: McpServer, principal: str, frame: Frame) -> bytes | None:
+    """The stateless reply to one frame; None for notifications."""
+    if isinstance(frame, Oversized):
+        return encode_error(None, to_wire(InvalidRequest("Invalid Request: message too large")))
+    return server.handle_raw(frame, principal)
+
+
+class Connection(Protocol):
+    def receive(self, frame: Frame) -> None:
+        """Handle one frame; write any replies before returning."""
+
+
+class ConnectionFactory(Protocol):
+    def __call__(
+        self, server: McpServer, principal: str, reader: LineReader, writer: LineWriter
+    ) -> Connection: ...
+
+
+class StatelessConnection:
+    """2026-07-28 only: every frame is answered on its own."""
+
+    def __init__(
+        self, server: McpServer, principal: str, reader: LineReader, writer: LineWriter
+    ) -> None:
+        self.server = server
+        self.principal = principal
+        self.writer = writer
+
+    def receive(self, frame: Frame) -> None:
+        reply = answer(self.server, self.principal, frame)
         if reply is not None:
-            stdout.write(reply + b"\n")
-            stdout.flush()
+            self.writer.write(reply)
+
+
+def serve_stdio(
+    server: McpServer,
+    principal: str,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    connection: ConnectionFactory = StatelessConnection,
+) -> None:
+    """Serve until EOF on stdin."""
+    reader = LineReader(stdin)
+    handler = connection(server, principal, reader, LineWriter(stdout))
+    while (frame := reader.next_frame()) is not None:
+        handler.receive(frame)

@@ -1,0 +1,112 @@
+"""Server-initiated requests on a stdio connection (2025-11-25 only).
+
+`ClientChannel.ask` writes one request and reads stdin until the client's response with that id
+arrives. What arrives meanwhile:
+- a legacy `ping` request is answered at once (`{}`);
+- `notifications/cancelled` for the request being served raises `RequestCancelled`;
+- a response with another id is stale (e.g. to a request we gave up on) and is dropped;
+- everything else (requests, other notifications, even unparseable lines) is queued in the
+  connection's backlog and handled, in arrival order, after the current request completes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections import deque
+from typing import Any
+
+from notes_server.legacy.translate import is_modern, is_response
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Request,
+    RequestId,
+    decode,
+    encode_result,
+    parse_json,
+)
+from notes_server.transports.stdio import Frame, LineReader, LineWriter, Oversized
+
+log = logging.getLogger("notes_server.legacy")
+
+
+class RequestCancelled(Exception):
+    """The client cancelled the request this server was asking about."""
+
+
+def dump(message: dict[str, Any]) -> bytes:
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
+
+
+def same_id(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+class ClientChannel:
+    def __init__(self, reader: LineReader, writer: LineWriter, backlog: deque[Frame]) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.backlog = backlog
+        self._ids = itertools.count(1)
+
+    def new_id(self) -> str:
+        return f"s-{next(self._ids)}"
+
+    def ask(self, message: dict[str, Any], serving: RequestId) -> dict[str, Any] | None:
+        """Send `message` (a request with an id) and return the client's response object;
+        None when stdin ends first. Raises RequestCancelled if `serving` is cancelled."""
+        self.writer.write(dump(message))
+        while (frame := self.reader.next_frame()) is not None:
+            response = self._sort(frame, message["id"], serving)
+            if response is not None:
+                return response
+        return None
+
+    def cancel(self, request_id: str, reason: str) -> None:
+        """Tell the client we no longer need the answer to `request_id`."""
+        params = {"requestId": request_id, "reason": reason}
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        self.writer.write(dump(notice))
+
+    def _sort(self, frame: Frame, awaited: str, serving: RequestId) -> dict[str, Any] | None:
+        if isinstance(frame, Oversized):
+            self.backlog.append(frame)
+            return None
+        try:
+            message = parse_json(frame)
+        except DecodeFailure:
+            self.backlog.append(frame)
+            return None
+        if is_response(message):
+            if same_id(message["id"], awaited):
+                return message
+            log.info("dropped a response to an unknown or abandoned request")
+            return None
+        if _cancels(message, serving):
+            raise RequestCancelled
+        if not self._answer_ping(frame):
+            self.backlog.append(frame)
+        return None
+
+    def _answer_ping(self, frame: bytes) -> bool:
+        try:
+            request = decode(frame)
+        except DecodeFailure:
+            return False
+        if not isinstance(request, Request) or request.method != "ping":
+            return False
+        if is_modern(request.params):
+            return False
+        self.writer.write(encode_result(request.id, {}))
+        return True
+
+
+def _cancels(message: Any, serving: RequestId) -> bool:
+    if not isinstance(message, dict) or "id" in message:
+        return False
+    if message.get("method") != "notifications/cancelled":
+        return False
+    params = message.get("params")
+    return isinstance(params, dict) and same_id(params.get("requestId"), serving)

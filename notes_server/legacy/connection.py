@@ -1,0 +1,118 @@
+"""A dual-era stdio connection: stateless 2026-07-28 plus 2025-11-25 sessions at the edge.
+
+Routing is per message (digest §12 item 2):
+- a request whose `params._meta` names a protocol version is modern and handled exactly as by
+  the stateless transport, even after a legacy `initialize` (so `initialize` with modern `_meta`
+  stays -32601);
+- `initialize` without it starts (or restarts) a legacy session on this connection;
+- other requests without it are translated by that session, or refused with -32602 before one;
+- notifications are never answered (`notifications/initialized`, `.../roots/list_changed` and
+  `.../cancelled` for a finished request have nothing to do);
+- in a legacy session, a response to a server-initiated request we stopped waiting for is
+  dropped silently (before one, a response is an invalid request, as in the stateless core).
+
+Frames that arrive while the session waits for the client's answer to a server-initiated
+request are queued (see `notes_server.legacy.channel`) and handled here, in order, before the
+next line is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from notes_server.errors import InvalidParams, McpError, to_wire
+from notes_server.legacy.channel import ClientChannel, RequestCancelled
+from notes_server.legacy.session import LegacyHandler, Outcome, start_session
+from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    encode_result,
+    parse_json,
+)
+from notes_server.transports.stdio import Frame, LineReader, LineWriter, Oversized, answer
+
+if TYPE_CHECKING:
+    from notes_server.protocol.dispatch import McpServer
+
+log = logging.getLogger("notes_server.legacy")
+
+
+class DualEraConnection:
+    """The `Connection` that `notes-server serve` uses on stdio."""
+
+    def __init__(
+        self, server: McpServer, principal: str, reader: LineReader, writer: LineWriter
+    ) -> None:
+        self.server = server
+        self.principal = principal
+        self.writer = writer
+        self.backlog: deque[Frame] = deque()
+        self.channel = ClientChannel(reader, writer, self.backlog)
+        self.legacy: LegacyHandler | None = None
+
+    def receive(self, frame: Frame) -> None:
+        self._reply_to(frame)
+        while self.backlog:
+            self._reply_to(self.backlog.popleft())
+
+    def _reply_to(self, frame: Frame) -> None:
+        reply = self._reply(frame)
+        if reply is not None:
+            self.writer.write(reply)
+
+    def _reply(self, frame: Frame) -> bytes | None:
+        if isinstance(frame, Oversized):
+            return answer(self.server, self.principal, frame)
+        try:
+            message = decode(frame)
+        except DecodeFailure as failure:
+            if self.legacy is not None and _is_response(frame):
+                log.info("dropped a response to an unknown or abandoned request")
+                return None
+            return encode_error(failure.request_id, to_wire(failure.error))
+        if isinstance(message, Notification):
+            self.server.handle_notification(message)
+            return None
+        try:
+            result, error = self._route(message)
+        except RequestCancelled:
+            log.info("request %r cancelled by the client; not answered", message.id)
+            return None
+        if error is not None:
+            return encode_error(message.id, error)
+        assert result is not None
+        return encode_result(message.id, result)
+
+    def _route(self, request: Request) -> Outcome:
+        if is_modern(request.params):
+            return self.server.handle_request(request, self.principal)
+        if request.method == "initialize":
+            return self._initialize(request)
+        if self.legacy is None:
+            return None, to_wire(InvalidParams(NOT_INITIALIZED))
+        return self.legacy.handle(request)
+
+    def _initialize(self, request: Request) -> Outcome:
+        try:
+            session = start_session(request.params)
+        except McpError as exc:
+            return None, to_wire(exc)
+        handler = LegacyHandler(self.server, self.principal, session, self.channel)
+        result, error = handler.initialize(request.id)
+        if error is None:
+            self.legacy = handler
+        return result, error
+
+
+def _is_response(frame: bytes) -> bool:
+    try:
+        message: Any = parse_json(frame)
+    except DecodeFailure:
+        return False
+    return is_response(message)

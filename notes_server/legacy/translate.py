@@ -1,0 +1,218 @@
+"""Pure translations between 2025-11-25 (and older) wire shapes and the stateless core.
+
+No I/O and no state: the session feeds values in and writes what comes out. Nothing here is
+imported by `protocol/`; the core never learns that a legacy client exists.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, TypeGuard
+
+from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY
+from notes_server.protocol.versions import (
+    LATEST,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_SERVER_INFO,
+    META_VERSION,
+)
+
+LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26")
+LATEST_LEGACY = LEGACY_VERSIONS[0]
+TITLED_ENUMS_SINCE = "2025-11-25"  # `oneOf` single-select and `mode` arrived in 2025-11-25
+
+# Methods a legacy session may call; everything else is -32601 as in the modern core.
+LEGACY_METHODS = frozenset(
+    {"tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read"}
+)
+# Embedded MRTR input requests that 2025-11-25 expresses as server-initiated requests.
+SERVER_REQUESTS = frozenset({"elicitation/create", "roots/list", "sampling/createMessage"})
+RESOURCE_NOT_FOUND = -32002
+STRIPPED_KEYS = ("resultType", "ttlMs", "cacheScope")
+CANCELLED: dict[str, Any] = {"action": "cancel"}
+
+NOT_INITIALIZED = (
+    "Invalid params: put params._meta with io.modelcontextprotocol/protocolVersion on every "
+    "request (MCP 2026-07-28), or send initialize first (MCP 2025-11-25)"
+)
+NEEDS_ELICITATION = (
+    "This action needs the user's confirmation, but this client does not support elicitation "
+    "forms (it did not declare the elicitation capability with form mode in initialize), so "
+    "nothing was changed. Ask the user to perform this action in a client that supports MCP "
+    "elicitation, or to do it by hand."
+)
+TOO_MANY_ROUNDS = (
+    "The confirmation did not complete after {rounds} rounds of questions, so nothing was "
+    "changed. Call the tool again to start over."
+)
+
+
+def is_modern(params: dict[str, Any]) -> bool:
+    """A request is modern when its `_meta` names a protocol version (valid or not)."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and META_VERSION in meta
+
+
+def is_response(message: Any) -> TypeGuard[dict[str, Any]]:
+    """A JSON-RPC response object (what a client sends back to a server-initiated request)."""
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and "id" in message
+        and ("result" in message or "error" in message)
+    )
+
+
+def negotiate(requested: str) -> str:
+    """Echo a legacy version we speak; answer anything else with the latest legacy one."""
+    return requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+
+
+def modern_capabilities(declared: dict[str, Any]) -> dict[str, Any]:
+    """Map `initialize` capabilities to the per-request 2026-07-28 shape.
+
+    `roots: {listChanged}` becomes `roots: {}`; `elicitation: {}` stays `{}` (form only);
+    `tasks` (core in 2025-11-25, an extension now) is dropped; malformed entries are dropped.
+    """
+    caps: dict[str, Any] = {}
+    for key in ("experimental", "sampling", "extensions"):
+        if isinstance(declared.get(key), dict):
+            caps[key] = copy.deepcopy(declared[key])
+    if isinstance(declared.get("roots"), dict):
+        caps["roots"] = {}
+    elicitation = declared.get("elicitation")
+    if isinstance(elicitation, dict):
+        caps["elicitation"] = {
+            mode: copy.deepcopy(value)
+            for mode, value in elicitation.items()
+            if mode in ("form", "url") and isinstance(value, dict)
+        }
+    return caps
+
+
+def modern_params(
+    params: dict[str, Any], capabilities: dict[str, Any], client_info: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The legacy params with the `_meta` a modern client would have sent (other keys kept)."""
+    meta = params.get("_meta")
+    stamped: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
+    stamped[META_VERSION] = LATEST
+    stamped[META_CAPABILITIES] = copy.deepcopy(capabilities)
+    if client_info is not None:
+        stamped[META_CLIENT_INFO] = client_info
+    return {**params, "_meta": stamped}
+
+
+def initialize_result(
+    version: str, discovered: dict[str, Any], server_info: dict[str, Any]
+) -> dict[str, Any]:
+    """An InitializeResult built from the core's own `server/discover` answer."""
+    capabilities = {k: v for k, v in discovered["capabilities"].items() if k != "extensions"}
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": server_info,
+    }
+    if "instructions" in discovered:
+        result["instructions"] = discovered["instructions"]
+    return result
+
+
+def legacy_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Strip what 2025-11-25 results do not have: resultType, caching hints, serverInfo."""
+    out = {k: v for k, v in result.items() if k not in STRIPPED_KEYS}
+    meta = out.pop("_meta", None)
+    if isinstance(meta, dict):
+        rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+        if rest:
+            out["_meta"] = rest
+    if "structuredContent" in out and not isinstance(out["structuredContent"], dict):
+        del out["structuredContent"]  # 2025-11-25 allows only objects; the text block remains
+    if method == "tools/list" and isinstance(out.get("tools"), list):
+        out["tools"] = [_legacy_tool(tool) for tool in out["tools"]]
+    return out
+
+
+def _legacy_tool(tool: Any) -> Any:
+    """2025-11-25 requires an object-typed outputSchema; drop any other."""
+    if isinstance(tool, dict) and "outputSchema" in tool:
+        schema = tool["outputSchema"]
+        if not (isinstance(schema, dict) and schema.get("type") == "object"):
+            return {k: v for k, v in tool.items() if k != "outputSchema"}
+    return tool
+
+
+def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
+    """Resource not found is -32002 (with data.uri) before 2026-07-28."""
+    data = error.get("data")
+    if (
+        method == "resources/read"
+        and error.get("code") == INVALID_PARAMS
+        and isinstance(data, dict)
+        and "uri" in data
+    ):
+        return {**error, "code": RESOURCE_NOT_FOUND}
+    return error
+
+
+def tool_error_result(text: str) -> dict[str, Any]:
+    """A legacy CallToolResult that tells the model what went wrong."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def needs_capability(method: str, error: dict[str, Any]) -> bool:
+    return method == "tools/call" and error.get("code") == MISSING_CAPABILITY
+
+
+def server_request(version: str, request_id: str, embedded: dict[str, Any]) -> dict[str, Any]:
+    """A real JSON-RPC request for one embedded MRTR input request."""
+    method = embedded["method"]
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    params = embedded.get("params")
+    if method == "elicitation/create" and isinstance(params, dict):
+        params = legacy_elicitation(version, request_id, params)
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def legacy_elicitation(version: str, request_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """2025-11-25 url mode needs an `elicitationId`; older revisions know neither `mode` nor
+    titled `oneOf` choices, which become `enum` + `enumNames`."""
+    out = copy.deepcopy(params)
+    if version >= TITLED_ENUMS_SINCE:
+        if out.get("mode") == "url" and "elicitationId" not in out:
+            out["elicitationId"] = request_id
+        return out
+    out.pop("mode", None)
+    schema = out.get("requestedSchema")
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        schema["properties"] = {
+            name: _untitled_enum(prop) for name, prop in schema["properties"].items()
+        }
+    return out
+
+
+def _untitled_enum(prop: Any) -> Any:
+    choices = prop.get("oneOf") if isinstance(prop, dict) else None
+    if not isinstance(choices, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("const"), str) for c in choices
+    ):
+        return prop
+    out = {k: v for k, v in prop.items() if k != "oneOf"}
+    out["enum"] = [c["const"] for c in choices]
+    out["enumNames"] = [str(c.get("title", c["const"])) for c in choices]
+    return out
+
+
+def input_response(method: str, response: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The client's answer as an `inputResponses` entry; None leaves the entry out.
+
+    A JSON-RPC error (or no answer at all, e.g. stdin closed) to an elicitation counts as
+    `{"action": "cancel"}`: the user did not choose, so nothing is changed.
+    """
+    result = None if response is None else response.get("result")
+    if isinstance(result, dict):
+        return result
+    return copy.deepcopy(CANCELLED) if method == "elicitation/create" else None
