@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from notes_server import __version__
+from notes_server.cli_http import http_options, serve_http
 from notes_server.config import Settings, build_settings
 
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
@@ -90,7 +91,9 @@ def migrate(db: str | None) -> None:
     default=None,
     help="Who the stdio client acts as (default: $NOTES_SERVER_PRINCIPAL, else your login name).",
 )
-@click.option("--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True)
+@click.option(
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True
+)
 @click.option(
     "--state-ttl",
     type=click.FloatRange(min=5, max=3600),
@@ -112,6 +115,7 @@ def migrate(db: str | None) -> None:
     metavar="MODULE",
     help="Import extra tools from MODULE.TOOLS (test harnesses only).",
 )
+@http_options
 def serve(
     db: str | None,
     principal: str | None,
@@ -119,9 +123,12 @@ def serve(
     state_ttl: float | None,
     sandbox: str,
     tools_modules: tuple[str, ...],
+    **http: Any,
 ) -> None:
-    """Serve MCP over stdio. stdout carries only MCP messages; logs go to stderr."""
+    """Serve MCP over stdio (default) or HTTP. Logs go to stderr; over stdio, stdout carries
+    only MCP messages."""
     from notes_server.app import create_app
+    from notes_server.legacy.connection import DualEraConnection
     from notes_server.tools.services import Services
     from notes_server.transports.stdio import serve_stdio
 
@@ -133,18 +140,28 @@ def serve(
         sandbox=sandbox,
     )
     setup_logging(settings.log_level)
+    if transport == "http":
+        serve_http(settings, http)
+        return
     ensure_schema(settings)
     services = Services(settings)
     server = create_app(settings, services)
     confinement = _confine(settings)
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | "
-        f"principal {settings.principal} | MCP 2026-07-28 over {transport} | {confinement}",
+        f"principal {settings.principal} | MCP 2026-07-28 (2025-11-25 after initialize) "
+        f"over {transport} | {confinement}",
         err=True,
     )
     threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
-        serve_stdio(server, settings.principal, sys.stdin.buffer, sys.stdout.buffer)
+        serve_stdio(
+            server,
+            settings.principal,
+            sys.stdin.buffer,
+            sys.stdout.buffer,
+            connection=DualEraConnection,
+        )
 
 
 def _confine(settings: Settings) -> str:
@@ -168,8 +185,10 @@ def _warm_up(services: Any) -> None:
 
 from notes_server.cli_audit import audit  # noqa: E402
 from notes_server.cli_call import call  # noqa: E402
+from notes_server.cli_token import token  # noqa: E402
 from notes_server.cli_workspace import workspace  # noqa: E402
 
 main.add_command(workspace)
+main.add_command(token)
 main.add_command(call)
 main.add_command(audit)

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
+import ipaddress
+import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 ENV_DB = "NOTES_SERVER_DB"
 ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
 ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
 ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
 ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
+# Set by `serve --transport http` for its worker processes; not meant to be set by hand.
+ENV_WORKER_CONFIG = "NOTES_SERVER_WORKER_CONFIG"
 DEFAULT_STATE_TTL = 300.0
+# `scheme://user[:password]@`, the user-info part as SQLAlchemy's URL parser reads it.
+_USERINFO = re.compile(r"[\w+]+://[^:/]*(?::[^@]*)?@")
 
 
 def data_dir(env: Mapping[str, str]) -> Path:
@@ -70,7 +79,9 @@ class Settings:
     def db_display(self) -> str:
         """The database URL without credentials, for banners and logs."""
         url = self.db_url
-        if "@" in url and "://" in url:
+        # Only a URL with a user part (SQLAlchemy's grammar) has credentials; an "@" inside a
+        # SQLite file path (sqlite:////srv/@team/notes.db) is part of the path.
+        if _USERINFO.match(url):
             scheme, rest = url.split("://", 1)
             return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
         return url
@@ -108,3 +119,63 @@ def build_settings(
         pause_at=env.get(ENV_PAUSE_AT) or None,
         sandbox=sandbox,
     )
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """How `serve --transport http` listens, authenticates and bounds requests."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    workers: int = 1
+    auth: str = "token"
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_jwks: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    public_url: str | None = None
+    max_body_bytes: int = 4 * 1024 * 1024
+    request_timeout: float = 30.0
+
+    @property
+    def loopback(self) -> bool:
+        """True when only this machine can connect: DNS-rebinding checks apply to Host."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
+
+
+_D = TypeVar("_D")
+
+
+def _restore(cls: type[_D], values: dict[str, Any], **extra: Any) -> _D:
+    """Rebuild a settings dataclass from JSON (lists back to tuples); unknown keys fail."""
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    if not values.keys() <= known:
+        raise ValueError(f"unknown {cls.__name__} fields: {sorted(values.keys() - known)}")
+    plain = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return cls(**plain, **extra)
+
+
+def export_worker_config(settings: Settings, http: HttpSettings) -> None:
+    """Hand the resolved settings to worker processes, which uvicorn spawns with this process's
+    environment. Secrets stay where they came from: the state keys are read from
+    NOTES_SERVER_STATE_KEYS again by each worker, never copied into another variable."""
+    plain = dataclasses.asdict(settings)
+    del plain["state_keys"]
+    payload = {"settings": plain, "http": dataclasses.asdict(http)}
+    os.environ[ENV_WORKER_CONFIG] = json.dumps(payload)
+
+
+def worker_config(env: Mapping[str, str] | None = None) -> tuple[Settings, HttpSettings]:
+    """The settings exported by `export_worker_config` (in a worker process)."""
+    env = os.environ if env is None else env
+    raw = env.get(ENV_WORKER_CONFIG)
+    if not raw:
+        raise RuntimeError(f"{ENV_WORKER_CONFIG} is not set: start workers with `serve`")
+    payload = json.loads(raw)
+    settings = _restore(Settings, payload["settings"], state_keys=env.get(ENV_STATE_KEYS) or None)
+    return settings, _restore(HttpSettings, payload["http"])

@@ -14,7 +14,7 @@ from notes_server.protocol.versions import (
     MODERN_VERSIONS,
 )
 
-__all__ = ["ClientMeta", "allows_form_elicitation", "read_meta"]
+__all__ = ["ClientMeta", "allows_form_elicitation", "check_version", "read_meta", "read_meta_shape"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,12 @@ class ClientMeta:
 
 def read_meta(params: dict[str, Any]) -> ClientMeta:
     """Validate `params._meta` in the documented order; raise the matching wire error."""
+    return check_version(read_meta_shape(params))
+
+
+def read_meta_shape(params: dict[str, Any]) -> ClientMeta:
+    """Rung one alone (-32602). HTTP compares its headers with the body between the two rungs,
+    so a header/body version disagreement is -32020 and never -32022."""
     meta = params.get("_meta")
     if not isinstance(meta, dict):
         raise InvalidParams("Invalid params: params._meta must be an object")
@@ -38,9 +44,14 @@ def read_meta(params: dict[str, Any]) -> ClientMeta:
     client_info = meta.get(META_CLIENT_INFO)
     if client_info is not None and not isinstance(client_info, dict):
         raise InvalidParams(f"Invalid params: _meta[{META_CLIENT_INFO!r}] must be an object")
-    if version not in MODERN_VERSIONS:
+    return ClientMeta(version, capabilities, client_info)
+
+
+def check_version(meta: ClientMeta) -> ClientMeta:
+    """Rung two (-32022): the version is one this server speaks in `_meta`."""
+    if meta.protocol_version not in MODERN_VERSIONS:
         raise UnsupportedVersion(
             "Unsupported protocol version",
-            {"supported": list(MODERN_VERSIONS), "requested": version},
+            {"supported": list(MODERN_VERSIONS), "requested": meta.protocol_version},
         )
-    return ClientMeta(version, capabilities, client_info)
+    return meta

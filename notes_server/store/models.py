@@ -93,4 +93,24 @@ class AuditEntry(Base):
     nonce: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
+class ApiToken(Base):
+    """An HTTP bearer token. Only the SHA-256 of the secret is stored: a leaked database does
+    not leak working tokens. Revocation keeps the row so `token list` shows the history."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (
+        UniqueConstraint("token_hash", name="uq_api_tokens_token_hash"),
+        Index("ix_api_tokens_principal", "principal"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    principal: Mapped[str] = mapped_column(String(200), nullable=False)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    token_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 FTS_TABLE = "notes_fts"

@@ -1,0 +1,88 @@
+"""`notes-server serve --transport http`: the HTTP options of `serve` and what they start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from notes_server import __version__
+from notes_server.config import HttpSettings, Settings
+
+_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind."),
+    click.option(
+        "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
+    ),
+    click.option(
+        "--workers",
+        type=click.IntRange(1, 64),
+        default=1,
+        show_default=True,
+        help="HTTP: worker processes sharing the database and state keys.",
+    ),
+    click.option(
+        "--auth",
+        type=click.Choice(["token", "none"]),
+        default="token",
+        show_default=True,
+        help="HTTP: bearer tokens (`notes-server token create`), or none (loopback only; "
+        "every request acts as --principal).",
+    ),
+    click.option("--jwt-issuer", default=None, help="HTTP: also accept JWTs from this issuer."),
+    click.option("--jwt-audience", default=None, help="HTTP: required JWT audience (aud)."),
+    click.option(
+        "--jwt-jwks",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="HTTP: JWKS file with the issuer's public signing keys.",
+    ),
+    click.option(
+        "--allow-origin",
+        "allowed_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="HTTP: a browser Origin allowed to call (loopback origins always are on loopback).",
+    ),
+    click.option(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help="HTTP: external base URL (for the resource metadata and 401 challenges).",
+    ),
+]
+
+
+def http_options(func: Any) -> Any:
+    """Add the HTTP transport options to a click command."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def serve_http(settings: Settings, options: dict[str, Any]) -> None:
+    """Serve HTTP with already resolved settings; refuse unsafe configurations."""
+    from notes_server.cli import ensure_schema
+    from notes_server.security.sandbox import SandboxUnavailable, confine
+    from notes_server.transports.http_server import StartupError, prepare, run_http
+
+    http = HttpSettings(**{**options, "allowed_origins": tuple(options["allowed_origins"])})
+    try:
+        prepare(settings, http)
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    ensure_schema(settings)
+    try:
+        # Before uvicorn starts any thread or worker; TCP stays allowed: we serve over it.
+        confinement = confine(settings.sandbox, settings.sqlite_path, allow_network=True)
+    except SandboxUnavailable as exc:
+        raise click.ClickException(f"--sandbox require: {exc}") from None
+    who = f"principal {settings.principal}" if http.auth == "none" else "principal from tokens"
+    click.echo(
+        f"notes-server {__version__} | database {settings.db_display} | {who} | "
+        f"MCP 2026-07-28 over http://{http.host}:{http.port}/mcp | workers {http.workers} | "
+        f"{confinement}",
+        err=True,
+    )
+    run_http(settings, http)

@@ -1,0 +1,111 @@
+"""`notes-server token ...`: create, list and revoke HTTP bearer tokens.
+
+The secret is printed exactly once, on creation; only its SHA-256 is stored, so a lost token is
+revoked and replaced, never recovered.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from notes_server.config import build_settings
+
+DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
+
+
+def _fmt(value: object) -> str:
+    return "-" if value is None else str(value)[:19]
+
+
+@click.group(epilog="Example: notes-server token create alice --expires 90 --name laptop")
+def token() -> None:
+    """Create, list and revoke bearer tokens for `serve --transport http`."""
+
+
+@token.command(epilog="Example: notes-server token create alice --expires 90 --name laptop")
+@click.argument("principal")
+@click.option(
+    "--expires",
+    "days",
+    type=click.IntRange(min=1, max=3650),
+    default=None,
+    help="Days until the token expires (default: never).",
+)
+@click.option("--name", default=None, metavar="LABEL", help="A label to recognise it by.")
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def create(principal: str, days: int | None, name: str | None, db: str | None) -> None:
+    """Create a token that acts as PRINCIPAL; prints the secret once, on stdout."""
+    from notes_server.cli import ensure_schema
+    from notes_server.security.tokens import create_token
+    from notes_server.store.engine import make_engine
+
+    if not principal.strip() or len(principal) > 200:
+        raise click.BadParameter("must be 1-200 characters", param_hint="PRINCIPAL")
+    settings = build_settings(db=db)
+    ensure_schema(settings, announce=True)
+    engine = make_engine(settings.db_url)
+    try:
+        expires = None if days is None else timedelta(days=days)
+        token_id, secret = create_token(engine, principal, name=name, expires_in=expires)
+    finally:
+        engine.dispose()
+    until = f"expires in {days} days" if days else "never expires"
+    click.echo(
+        f"created token {token_id} for {principal} ({until}); it is shown only once:", err=True
+    )
+    click.echo(secret)
+
+
+@token.command(name="list", epilog="Example: notes-server token list alice")
+@click.argument("principal", required=False)
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def list_(principal: str | None, db: str | None) -> None:
+    """List tokens (never their secrets), for one PRINCIPAL or everyone."""
+    from notes_server.cli import ensure_schema
+    from notes_server.security.tokens import utc_now
+    from notes_server.store import tokens
+    from notes_server.store.engine import make_engine, read_tx
+
+    settings = build_settings(db=db)
+    ensure_schema(settings)
+    engine = make_engine(settings.db_url)
+    try:
+        with read_tx(engine) as conn:
+            rows = tokens.list_tokens(conn, principal)
+    finally:
+        engine.dispose()
+    if not rows:
+        click.echo("no tokens")
+        return
+    now = utc_now()
+    click.echo("id\tprincipal\tstatus\tname\tcreated\texpires\tlast used")
+    for row in rows:
+        click.echo(
+            f"{row.id}\t{row.principal}\t{row.status(now)}\t{_fmt(row.name)}\t"
+            f"{_fmt(row.created_at)}\t{_fmt(row.expires_at)}\t{_fmt(row.last_used_at)}"
+        )
+
+
+@token.command(epilog="Example: notes-server token revoke 3")
+@click.argument("token_id", metavar="ID", type=int)
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def revoke(token_id: int, db: str | None) -> None:
+    """Revoke token ID: the next request that presents it gets 401."""
+    from notes_server.cli import ensure_schema
+    from notes_server.security.tokens import utc_now
+    from notes_server.store import tokens
+    from notes_server.store.engine import make_engine, write_tx
+
+    settings = build_settings(db=db)
+    ensure_schema(settings)
+    engine = make_engine(settings.db_url)
+    try:
+        with write_tx(engine) as conn:
+            revoked = tokens.revoke(conn, token_id, utc_now())
+    finally:
+        engine.dispose()
+    if not revoked:
+        raise click.ClickException(f"no active token with id {token_id}")
+    click.echo(f"revoked token {token_id}")

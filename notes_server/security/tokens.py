@@ -1,0 +1,98 @@
+"""Opaque API tokens: minting, hashing, and resolving a presented token to its principal.
+
+A token is `nst_` + 32 random bytes (base64url). It is shown once at creation; the database
+keeps only its SHA-256. Lookup is by that hash through a unique index, so comparing a presented
+token never touches the secret byte by byte (no timing side channel), and a stolen database
+yields no usable token. SHA-256 without a salt is right here: the input has 256 bits of entropy,
+so there is nothing for a dictionary attack to find.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+PREFIX = "nst_"
+SECRET_BYTES = 32
+_SHAPE = re.compile(r"nst_[A-Za-z0-9_-]{43}")
+
+log = logging.getLogger("notes_server.auth")
+
+
+def utc_now() -> datetime:
+    """Naive UTC, the form SQLite stores and returns."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def mint() -> str:
+    return PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def looks_like_token(value: str) -> bool:
+    """Cheap shape check so garbage never reaches the database."""
+    return _SHAPE.fullmatch(value) is not None
+
+
+def create_token(
+    engine: Engine,
+    principal: str,
+    *,
+    name: str | None = None,
+    expires_in: timedelta | None = None,
+    now: datetime | None = None,
+) -> tuple[int, str]:
+    """Store a new token for `principal`; returns (id, secret). The secret is not kept."""
+    from notes_server.store import tokens
+    from notes_server.store.engine import write_tx
+
+    now = now or utc_now()
+    secret = mint()
+    with write_tx(engine) as conn:
+        token_id = tokens.create(
+            conn,
+            principal=principal,
+            name=name,
+            token_hash=hash_token(secret),
+            now=now,
+            expires_at=None if expires_in is None else now + expires_in,
+        )
+    return token_id, secret
+
+
+class TokenVerifier:
+    """Resolves `Authorization: Bearer nst_...` to a principal, one request at a time."""
+
+    def __init__(self, engine: Engine, clock: Callable[[], datetime] = utc_now) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def principal_for(self, presented: str) -> str | None:
+        """The principal of an active token, or None (unknown, revoked or expired)."""
+        from notes_server.store import tokens
+        from notes_server.store.engine import read_tx, write_tx
+
+        if not looks_like_token(presented):
+            return None
+        digest = hash_token(presented)
+        now = self.clock()
+        with read_tx(self.engine) as conn:
+            found = tokens.find_active(conn, digest, now)
+        if found is None:
+            log.info("bearer token rejected: unknown, revoked or expired")
+            return None
+        if tokens.needs_touch(found, now):
+            with write_tx(self.engine) as conn:
+                tokens.touch(conn, found.id, now)
+        return found.principal

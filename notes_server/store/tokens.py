@@ -1,0 +1,116 @@
+"""API tokens: rows keyed by the SHA-256 of the secret; the secret itself is never stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from sqlalchemy import Connection, Table, insert, or_, select, update
+
+from notes_server.store.models import ApiToken
+
+api_tokens = cast(Table, ApiToken.__table__)
+
+# `last_used_at` is informational: refresh it at most this often so that a busy client does not
+# turn every authenticated read into a write transaction.
+TOUCH_INTERVAL = timedelta(minutes=1)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A token as shown to operators: everything but the hash."""
+
+    id: int
+    principal: str
+    name: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+    def status(self, now: datetime) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+_COLUMNS = (
+    api_tokens.c.id,
+    api_tokens.c.principal,
+    api_tokens.c.name,
+    api_tokens.c.created_at,
+    api_tokens.c.expires_at,
+    api_tokens.c.revoked_at,
+    api_tokens.c.last_used_at,
+)
+
+
+def create(
+    conn: Connection,
+    *,
+    principal: str,
+    name: str | None,
+    token_hash: str,
+    now: datetime,
+    expires_at: datetime | None,
+) -> int:
+    result = conn.execute(
+        insert(api_tokens).values(
+            principal=principal,
+            name=name,
+            token_hash=token_hash,
+            created_at=now,
+            expires_at=expires_at,
+        )
+    )
+    return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+
+def list_tokens(conn: Connection, principal: str | None = None) -> list[TokenInfo]:
+    query = select(*_COLUMNS).order_by(api_tokens.c.id)
+    if principal is not None:
+        query = query.where(api_tokens.c.principal == principal)
+    return [TokenInfo(*row) for row in conn.execute(query)]
+
+
+def revoke(conn: Connection, token_id: int, now: datetime) -> bool:
+    """Revoke an active token; False when there is no such token or it was already revoked."""
+    result = conn.execute(
+        update(api_tokens)
+        .where(api_tokens.c.id == token_id, api_tokens.c.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    return result.rowcount > 0
+
+
+def find_active(conn: Connection, token_hash: str, now: datetime) -> TokenInfo | None:
+    """The unrevoked, unexpired token with this hash, or None."""
+    row = conn.execute(
+        select(*_COLUMNS).where(
+            api_tokens.c.token_hash == token_hash,
+            api_tokens.c.revoked_at.is_(None),
+            or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > now),
+        )
+    ).first()
+    return None if row is None else TokenInfo(*row)
+
+
+def needs_touch(token: TokenInfo, now: datetime) -> bool:
+    return token.last_used_at is None or token.last_used_at <= now - TOUCH_INTERVAL
+
+
+def touch(conn: Connection, token_id: int, now: datetime) -> None:
+    conn.execute(
+        update(api_tokens)
+        .where(
+            api_tokens.c.id == token_id,
+            or_(
+                api_tokens.c.last_used_at.is_(None),
+                api_tokens.c.last_used_at <= now - TOUCH_INTERVAL,
+            ),
+        )
+        .values(last_used_at=now)
+    )

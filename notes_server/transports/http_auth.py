@@ -1,0 +1,110 @@
+"""Who is calling: every HTTP request is authenticated on its own, from its own headers.
+
+There is no session: a principal is never remembered between requests, and it comes only from
+the credential (a stored API token or a verified JWT), never from anything the client asserts
+in the body. `--auth none` (loopback only) maps every request to one configured principal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from notes_server.config import HttpSettings, Settings
+from notes_server.security.tokens import PREFIX
+
+if TYPE_CHECKING:
+    from notes_server.security.jwt_auth import JwtVerifier
+    from notes_server.security.tokens import TokenVerifier
+    from notes_server.tools.services import Services
+
+MAX_CREDENTIAL = 8192
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+class Authenticator(Protocol):
+    #: True when requests must carry a credential (and a 401 carries a challenge).
+    requires_credentials: bool
+
+    def principal_for(self, authorization: Sequence[str]) -> str | None:
+        """The principal for these `Authorization` header values, or None (401)."""
+
+
+class FixedPrincipal:
+    """`--auth none`: local development and the conformance run on a loopback port."""
+
+    requires_credentials = False
+
+    def __init__(self, principal: str) -> None:
+        self.principal = principal
+
+    def principal_for(self, authorization: Sequence[str]) -> str | None:
+        return self.principal
+
+
+class BearerAuthenticator:
+    """`Authorization: Bearer nst_...` (stored token) or, when configured, a JWT."""
+
+    requires_credentials = True
+
+    def __init__(self, tokens: TokenVerifier, jwt: JwtVerifier | None = None) -> None:
+        self.tokens = tokens
+        self.jwt = jwt
+
+    def principal_for(self, authorization: Sequence[str]) -> str | None:
+        credential = bearer_credential(authorization)
+        if credential is None:
+            return None
+        if credential.startswith(PREFIX):
+            return self.tokens.principal_for(credential)
+        if self.jwt is not None and credential.count(".") == 2:
+            return self.jwt.principal_for(credential)
+        return None
+
+
+def bearer_credential(authorization: Sequence[str]) -> str | None:
+    """The credential of exactly one well-formed `Bearer` header, else None."""
+    if len(authorization) != 1:
+        return None
+    scheme, _, credential = authorization[0].strip().partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential or len(credential) > MAX_CREDENTIAL:
+        return None
+    return credential
+
+
+def build_authenticator(
+    settings: Settings, http: HttpSettings, services: Services
+) -> Authenticator:
+    if http.auth == "none":
+        return FixedPrincipal(settings.principal)
+    from notes_server.security.tokens import TokenVerifier
+
+    verifier = None
+    if http.jwt_jwks:
+        from notes_server.security.jwt_auth import JwtVerifier
+
+        assert http.jwt_issuer and http.jwt_audience, "checked at start-up"
+        verifier = JwtVerifier(http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks))
+    return BearerAuthenticator(TokenVerifier(services.engine), verifier)
+
+
+def challenge(base_url: str, *, presented: bool) -> str:
+    """RFC 6750 / RFC 9728 challenge; `error` only when a credential was actually presented."""
+    value = f'Bearer resource_metadata="{base_url}{METADATA_PATH}/mcp"'
+    if presented:
+        value += ', error="invalid_token"'
+    return value
+
+
+def resource_metadata(base_url: str, http: HttpSettings) -> dict[str, object]:
+    """RFC 9728 Protected Resource Metadata for the `/mcp` endpoint."""
+    metadata: dict[str, object] = {
+        "resource": f"{base_url}/mcp",
+        "bearer_methods_supported": ["header"],
+        "resource_name": "notes-server",
+    }
+    if http.jwt_issuer:
+        metadata["authorization_servers"] = [http.jwt_issuer]
+    return metadata

@@ -1,0 +1,123 @@
+"""Starting the HTTP transport: refuse unsafe configurations, compose the app, run uvicorn.
+
+Every worker process builds its own app through `worker_app` (an import-string factory, which is
+what uvicorn needs to spawn workers); the parent hands its resolved settings over through the
+environment (`config.export_worker_config`). Workers share the database and the state keys, so
+a confirmation asked by one worker can be answered by another.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+
+from notes_server.config import HttpSettings, Settings, export_worker_config, worker_config
+from notes_server.tools.services import Services
+
+WORKER_APP = "notes_server.transports.http_server:worker_app"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class StartupError(Exception):
+    """A configuration the HTTP server refuses to run with; the message says what to change."""
+
+
+def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
+    """Why this configuration must not serve HTTP, or None."""
+    if http.auth == "none" and not http.loopback:
+        return "--auth none is only allowed on a loopback host (127.0.0.1, ::1, localhost)"
+    if not settings.state_keys and settings.state_key_file is None:
+        return (
+            "NOTES_SERVER_STATE_KEYS must be set when the database is not SQLite: every worker "
+            "and every instance must seal and open confirmations with the same keys"
+        )
+    jwt_options = (http.jwt_issuer, http.jwt_audience, http.jwt_jwks)
+    if any(jwt_options) and not all(jwt_options):
+        return "--jwt-issuer, --jwt-audience and --jwt-jwks must be given together"
+    if any(jwt_options) and http.auth == "none":
+        return "JWT options need --auth token"
+    if http.workers < 1:
+        return "--workers must be at least 1"
+    return None
+
+
+def prepare(settings: Settings, http: HttpSettings) -> None:
+    """Checks that must fail in the parent, before any worker starts."""
+    problem = startup_problem(settings, http)
+    if problem is not None:
+        raise StartupError(problem)
+    if http.jwt_jwks:
+        try:
+            from notes_server.security.jwt_auth import JwksError, load_jwks
+        except ImportError:
+            raise StartupError("JWT support needs PyJWT: pip install 'notes-server[jwt]'") from None
+        try:
+            load_jwks(Path(http.jwt_jwks))
+        except JwksError as exc:
+            raise StartupError(str(exc)) from None
+    if not settings.state_keys:
+        from notes_server.security.state import KeyRing
+
+        assert settings.state_key_file is not None
+        # Created once here, so that workers only ever read it.
+        KeyRing.load_or_create_file(settings.state_key_file)
+
+
+def create_http_app(
+    settings: Settings, http: HttpSettings, services: Services | None = None
+) -> Starlette:
+    """Compose server, authenticator and ASGI app (the HTTP composition root)."""
+    from notes_server.app import create_app
+    from notes_server.transports.http import build_http_app
+    from notes_server.transports.http_auth import build_authenticator
+
+    services = services or Services(settings)
+    server = create_app(settings, services)
+    return build_http_app(server, build_authenticator(settings, http, services), http)
+
+
+def worker_app() -> Starlette:
+    """uvicorn factory: the app of one worker process, from the exported settings."""
+    settings, http = worker_config()
+    return create_http_app(settings, http)
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """One stderr handler on the root logger, in every worker; no access log by default."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": LOG_FORMAT}},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "plain",
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "root": {"handlers": ["stderr"], "level": level},
+        "loggers": {"uvicorn.access": {"level": "WARNING"}},
+    }
+
+
+def run_http(settings: Settings, http: HttpSettings) -> None:
+    """Serve until interrupted; `prepare` must have passed. uvicorn logs `Uvicorn running on
+    http://HOST:PORT` once the socket listens (with the real port when `--port 0`)."""
+    import uvicorn
+
+    export_worker_config(settings, http)
+    uvicorn.run(
+        WORKER_APP,
+        factory=True,
+        host=http.host,
+        port=http.port,
+        workers=http.workers,
+        log_config=log_config(settings.log_level),
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=int(http.request_timeout) + 1,
+    )

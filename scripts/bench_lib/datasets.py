@@ -1,0 +1,195 @@
+"""Generated note databases, cached under bench-results/ by size and schema revision.
+
+The schema comes from notes-server's own migrations (`notes-server migrate`); notes are then bulk
+loaded with raw sqlite3 `executemany`. The FTS triggers are dropped for the load and the FTS5 index
+is built in one `rebuild` (timed: that is the reported index build time), then the triggers are
+re-created from the exact SQL they had, so the file is indistinguishable from one the server filled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench_lib.common import BENCH_PRINCIPAL, VENV_PY, WORKSPACE, server_env
+
+GENERATOR_VERSION = 1
+VOCABULARY = 20_000
+WORDS_PER_BODY = 72  # ~500 bytes of text per body
+STOP_RANKS = 100  # queries skip the most frequent words, as people do
+_SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"] + ["qu", "th", "sh", "ch"]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    path: str
+    notes: int
+    load_s: float
+    index_build_s: float
+    size_bytes: int
+    generated_now: bool
+
+
+def vocabulary(seed: int = 7) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words: list[str] = []
+    seen: set[str] = set()
+    while len(words) < VOCABULARY:
+        count = int(rng.integers(2, 5))
+        word = "".join(_SYLLABLES[int(i)] for i in rng.integers(0, len(_SYLLABLES), count))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def _zipf_cdf() -> np.ndarray:
+    weights = 1.0 / np.arange(1, VOCABULARY + 1)
+    cdf: np.ndarray = np.cumsum(weights / weights.sum())
+    return cdf
+
+
+def queries(count: int, seed: int = 11) -> list[str]:
+    """Search strings as people type them: one or two words drawn from the text's own
+    (Zipf) distribution, minus the 100 most frequent words. Fixed by the seed, never tuned."""
+    words = vocabulary()
+    cdf = _zipf_cdf()
+    rng = np.random.default_rng(seed)
+    out: list[str] = []
+    while len(out) < count:
+        n_words = 1 if rng.random() < 0.5 else 2
+        ranks = np.searchsorted(cdf, rng.random(n_words))
+        if any(int(r) < STOP_RANKS for r in ranks):
+            continue
+        out.append(" ".join(words[int(r)] for r in ranks))
+    return out
+
+
+def title_for(index: int) -> str:
+    """Unique, deterministic titles: the delete benchmark confirms deletes by exact title."""
+    return f"note {index:07d}"
+
+
+def _rows(start: int, stop: int, words: list[str], cdf: np.ndarray, rng: np.random.Generator):  # type: ignore[no-untyped-def]
+    vocab = np.array(words, dtype=object)
+    picks = np.searchsorted(cdf, rng.random((stop - start, WORDS_PER_BODY)))
+    stamp = "2026-01-01 00:00:00.000000"
+    for offset, row in enumerate(vocab[picks]):
+        i = start + offset
+        title = title_for(i)
+        yield (
+            f"note_{i:020x}",
+            WORKSPACE,
+            f"n/{i:07d}.md",
+            title,
+            title,
+            " ".join(row),
+            stamp,
+            stamp,
+        )
+
+
+def migrate_empty(path: Path) -> None:
+    subprocess.run(
+        [VENV_PY, "-m", "notes_server", "migrate", "--db", f"sqlite:///{path}"],
+        check=True,
+        capture_output=True,
+        env=server_env(),
+    )
+
+
+def grant(path: Path, principal: str = BENCH_PRINCIPAL) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO workspace_grants (principal, workspace, role, created_at)"
+            " VALUES (?, ?, 'write', '2026-01-01 00:00:00.000000')",
+            (principal, WORKSPACE),
+        )
+    conn.close()
+
+
+def build(path: Path, notes: int, seed: int = 3) -> tuple[float, float]:
+    """Create a migrated database holding `notes` generated notes; returns (load s, index s)."""
+    migrate_empty(path)
+    grant(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("PRAGMA cache_size = -262144")
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'notes'"
+    ).fetchall()
+    words, cdf, rng = vocabulary(), _zipf_cdf(), np.random.default_rng(seed)
+    started = time.perf_counter()
+    conn.execute("BEGIN")
+    for name, _sql in triggers:
+        conn.execute(f'DROP TRIGGER "{name}"')
+    batch = 50_000
+    for start in range(0, notes, batch):
+        conn.executemany(
+            "INSERT INTO notes (id, workspace, path, title, title_key, body, created_at,"
+            " updated_at, version, archived, archived_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, NULL)",
+            _rows(start, min(notes, start + batch), words, cdf, rng),
+        )
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    conn.execute("INSERT INTO notes_fts(notes_fts) VALUES ('rebuild')")
+    for _name, sql in triggers:
+        conn.execute(sql)
+    conn.execute("COMMIT")
+    index_s = time.perf_counter() - started
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+    return load_s, index_s
+
+
+def schema_head() -> str:
+    from notes_server.store.migrate import HEAD
+
+    return HEAD
+
+
+def cached(cache_dir: Path, notes: int) -> DatasetInfo:
+    """The database for `notes` notes, generated on first use and reused afterwards."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"notes-{notes}-g{GENERATOR_VERSION}-s{schema_head()}"
+    path = cache_dir / f"{stem}.db"
+    meta = cache_dir / f"{stem}.json"
+    if path.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        info["generated_now"] = False
+        return DatasetInfo(**info)
+    tmp = cache_dir / f"{stem}.tmp-{os.getpid()}.db"
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    load_s, index_s = build(tmp, notes)
+    os.replace(tmp, path)
+    info = DatasetInfo(str(path), notes, load_s, index_s, path.stat().st_size, True)
+    meta.write_text(json.dumps(asdict(info)))
+    return info
+
+
+def working_copy(source: str, dest: Path) -> Path:
+    """A private copy for benchmarks that write (deletes), so the cache stays pristine."""
+    for leftover in (dest, Path(f"{dest}-wal"), Path(f"{dest}-shm")):
+        leftover.unlink(missing_ok=True)
+    shutil.copyfile(source, dest)
+    return dest
+
+
+def note_ids(path: str, limit: int, seed: int = 5) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    total = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    conn.close()
+    rng = np.random.default_rng(seed)
+    return [f"note_{int(i):020x}" for i in rng.integers(0, total, limit)]

@@ -1,0 +1,227 @@
+"""`scripts/bench`: run every benchmark against notes-server and the SDK peer, write the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench_lib import coldstart, datasets, deletes, http_bench, report, search, stdio_rates
+from bench_lib.common import ROOT, log
+from bench_lib.results import Results
+
+SUITES = ("cold", "stdio", "deletes", "search", "http")
+
+
+@dataclass(frozen=True)
+class Plan:
+    cold_reps: int
+    cold_first: tuple[str, ...]
+    stdio_trials: int
+    stdio_seconds: float
+    pipeline_depth: int
+    pipeline_trials: int
+    delete_procs: tuple[int, ...]
+    delete_reps: int
+    delete_seconds: float
+    delete_notes: int
+    search_sizes: tuple[int, ...]
+    search_trials: int
+    search_queries: int
+    http_workers: tuple[int, ...]
+    http_trials: int
+    http_seconds: float
+    http_clients: int
+
+
+FULL = Plan(
+    cold_reps=10,
+    cold_first=("server/discover", "tools/list", "tools/call notes_read"),
+    stdio_trials=5,
+    stdio_seconds=1.0,
+    pipeline_depth=1000,
+    pipeline_trials=5,
+    delete_procs=(1, 2, 4, 8),
+    delete_reps=3,
+    delete_seconds=2.0,
+    delete_notes=100_000,
+    search_sizes=(10_000, 100_000, 1_000_000),
+    search_trials=3,
+    search_queries=200,
+    http_workers=(1, 2),
+    http_trials=3,
+    http_seconds=2.0,
+    http_clients=4,
+)
+QUICK = Plan(
+    cold_reps=2,
+    cold_first=("server/discover", "tools/list"),
+    stdio_trials=2,
+    stdio_seconds=0.3,
+    pipeline_depth=200,
+    pipeline_trials=2,
+    delete_procs=(1, 2),
+    delete_reps=1,
+    delete_seconds=0.5,
+    delete_notes=10_000,
+    search_sizes=(10_000,),
+    search_trials=2,
+    search_queries=50,
+    http_workers=(1,),
+    http_trials=1,
+    http_seconds=0.5,
+    http_clients=2,
+)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench",
+        description="Benchmark notes-server against an equivalent server on the official MCP "
+        "Python SDK (scripts/peers/sdk_notes_server.py), alternating A B A B in one run, and "
+        "write BENCHMARKS.md plus a latency plot.",
+    )
+    parser.add_argument("--quick", action="store_true", help="the < 1 minute subset")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write BENCHMARKS.md and latency.png into this directory "
+        "(default: BENCHMARKS.md at the repository root, docs/bench/latency.png)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=ROOT / "bench-results",
+        help="where generated databases are cached by size (default: bench-results/)",
+    )
+    parser.add_argument(
+        "--only", default=",".join(SUITES), help=f"comma-separated subset of {', '.join(SUITES)}"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    plan = QUICK if args.quick else FULL
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(only) - set(SUITES)
+    if unknown:
+        raise SystemExit(f"unknown suites: {', '.join(sorted(unknown))}")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        md_path, plot_path = args.out / "BENCHMARKS.md", args.out / "latency.png"
+    else:
+        md_path, plot_path = ROOT / "BENCHMARKS.md", report.default_plot_path()
+    results = Results(quick=args.quick)
+    started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="notes-bench-"))
+    try:
+        _run(results, plan, only, args.cache_dir, workdir)
+    finally:
+        results.timings["total"] = time.perf_counter() - started
+        wrote_plot = report.write_plot(results, plot_path)
+        shown = [a for a in argv if not a.startswith("--out") and a != str(args.out)]
+        report.write_markdown(results, md_path, plot_path if wrote_plot else None, shown)
+        dump = args.cache_dir / ("last-run-quick.json" if args.quick else "last-run.json")
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        dump.write_text(json.dumps(_summary(results, plan), indent=1, default=str))
+        shutil.rmtree(workdir, ignore_errors=True)
+    log(f"wrote {md_path} and {plot_path} in {results.timings['total']:.0f} s")
+    return 0
+
+
+def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Path) -> None:
+    def stage(name: str) -> float:
+        return results.timings.setdefault(name, 0.0)
+
+    base_size = min(plan.search_sizes)
+    t0 = time.perf_counter()
+    base = datasets.cached(cache / "db", base_size)
+    results.timings["datasets"] = time.perf_counter() - t0
+    if "cold" in only:
+        t0 = time.perf_counter()
+        coldstart.run(
+            results, base.path, workdir, reps=plan.cold_reps, first_calls=list(plan.cold_first)
+        )
+        results.timings["cold start"] = stage("cold start") + time.perf_counter() - t0
+    if "stdio" in only:
+        t0 = time.perf_counter()
+        stdio_rates.run(
+            results,
+            base.path,
+            workdir,
+            trials=plan.stdio_trials,
+            seconds=plan.stdio_seconds,
+            pipeline_depth=plan.pipeline_depth,
+            pipeline_trials=plan.pipeline_trials,
+        )
+        results.timings["stdio rates"] = time.perf_counter() - t0
+    if "deletes" in only:
+        t0 = time.perf_counter()
+        info = datasets.cached(cache / "db", plan.delete_notes)
+        deletes.run(
+            results,
+            info.path,
+            info.notes,
+            workdir,
+            process_counts=list(plan.delete_procs),
+            reps=plan.delete_reps,
+            seconds=plan.delete_seconds,
+        )
+        results.timings["deletes"] = time.perf_counter() - t0
+    if "search" in only:
+        t0 = time.perf_counter()
+        infos = [datasets.cached(cache / "db", n) for n in plan.search_sizes]
+        for info in infos:
+            if info.generated_now:
+                results.notes.append(
+                    f"generated the {info.notes:,}-note database in this run "
+                    f"({info.load_s + info.index_build_s:.0f} s, now cached)"
+                )
+        results.timings["search"] = time.perf_counter() - t0
+        search.run(
+            results, infos, workdir, trials=plan.search_trials, query_count=plan.search_queries
+        )
+        results.timings["search"] = time.perf_counter() - t0
+    if "http" in only:
+        t0 = time.perf_counter()
+        http_bench.run(
+            results,
+            base.path,
+            workdir,
+            workers=list(plan.http_workers),
+            trials=plan.http_trials,
+            seconds=plan.http_seconds,
+            clients=plan.http_clients,
+        )
+        results.timings["http"] = time.perf_counter() - t0
+
+
+def _summary(results: Results, plan: Plan) -> dict[str, object]:
+    return {
+        "plan": asdict(plan),
+        "timings": results.timings,
+        "rows": [
+            {
+                "section": r.section,
+                "name": r.name,
+                "unit": r.unit,
+                "ours": r.ours.trials,
+                "peer": r.peer.trials if r.peer else None,
+                "advantage": r.advantage,
+                "met": r.met,
+            }
+            for r in results.rows
+        ],
+        "checks": [asdict(c) for c in results.checks],
+        "tables": results.tables,
+        "memory": results.memory,
+        "notes": results.notes,
+    }

@@ -1,0 +1,82 @@
+"""Search latency end to end over stdio at several database sizes (lock-step, warm servers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench_lib import client
+from bench_lib.common import OURS, PEER, Measure, StdioServer, log, ours_cmd, peer_cmd, percentile
+from bench_lib.common import search_call as call
+from bench_lib.datasets import DatasetInfo, queries
+from bench_lib.results import Check, Results, Row
+
+SECTION = "Search (`notes_search`, FTS5 bm25 + snippet, 20 hits) end to end over stdio"
+
+
+def run(
+    results: Results,
+    datasets: list[DatasetInfo],
+    workdir: Path,
+    *,
+    trials: int,
+    query_count: int,
+) -> None:
+    logfile = workdir / "search.log"
+    payloads = [call(i, q) for i, q in enumerate(queries(query_count))]
+    table = []
+    for info in datasets:
+        log(f"search at {info.notes:,} notes: {trials} trials x {query_count} queries, alternating")
+        servers = {OURS: StdioServer(ours_cmd(info.path), logfile)}
+        servers[PEER] = StdioServer(peer_cmd(info.path), logfile)
+        p50 = {OURS: Measure(), PEER: Measure()}
+        p99 = {OURS: Measure(), PEER: Measure()}
+        try:
+            for server in servers.values():  # warm-up: every query once, caches hot
+                client.lockstep(server, payloads, seconds=3600, max_count=len(payloads))
+            for trial in range(trials):
+                order = [OURS, PEER] if trial % 2 == 0 else [PEER, OURS]
+                for impl in order:
+                    outcome = client.lockstep(
+                        servers[impl], payloads, seconds=3600, max_count=len(payloads)
+                    )
+                    lat_ms = [x / 1000 for x in outcome.latencies_us]
+                    p50[impl].trials.append(percentile(lat_ms, 50))
+                    p99[impl].trials.append(percentile(lat_ms, 99))
+                    p50[impl].samples.extend(lat_ms)
+            results.memory.append(
+                (
+                    f"after search at {info.notes:,} notes",
+                    servers[OURS].peak_rss_kib(),
+                    servers[PEER].peak_rss_kib(),
+                )
+            )
+        finally:
+            for server in servers.values():
+                server.close()
+        size = f"{info.notes:,} notes"
+        results.row(Row(SECTION, f"{size}: p50", "ms", False, p50[OURS], p50[PEER]))
+        results.row(Row(SECTION, f"{size}: p99", "ms", False, p99[OURS], p99[PEER]))
+        results.plot(f"search latency, {info.notes:,} notes (ms)", OURS, p50[OURS].samples)
+        results.plot(f"search latency, {info.notes:,} notes (ms)", PEER, p50[PEER].samples)
+        table.append(
+            [
+                f"{info.notes:,}",
+                f"{info.load_s:.1f} s",
+                f"{info.index_build_s:.1f} s",
+                f"{info.size_bytes / 2**20:,.0f} MiB",
+                f"{p50[OURS].median:.2f} / {p99[OURS].median:.2f} ms",
+                f"{p50[PEER].median:.2f} / {p99[PEER].median:.2f} ms",
+            ]
+        )
+        if info.notes >= 1_000_000:
+            results.checks.append(
+                Check(
+                    "search at 1M notes: p50 < 5 ms end to end over stdio",
+                    f"{p50[OURS].median:.2f} ms (p99 {p99[OURS].median:.2f} ms)",
+                    p50[OURS].median < 5.0,
+                )
+            )
+    results.tables["Search databases (generated; load = executemany, index = FTS5 rebuild)"] = (
+        ["notes", "load", "FTS5 index build", "database size", "ours p50 / p99", "peer p50 / p99"],
+        table,
+    )

@@ -1,0 +1,311 @@
+"""The `test_*` tools the official conformance suite calls (see
+docs/conformance-fixtures.md). Loaded only with `serve --tools-module
+tests.conformance.fixture_tools`; never part of the shipped tool list.
+
+Multi round-trip fixtures seal their round number in `requestState` with the server's own
+sealer, so a tampered state is rejected exactly like a real confirmation's (-32602).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from notes_server.errors import MissingCapability, StateRejected
+from notes_server.security.state import StateError
+from notes_server.tools.base import CallContext, InputRequired, Tool, tool_hints
+
+NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+# A 1x1 red PNG and a 44-byte silent WAV.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0g"
+    "AAAABJRU5ErkJggg=="
+)
+WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA="
+
+
+class Content:
+    """A complete result with arbitrary content blocks (the shipped ToolResult is text-only)."""
+
+    def __init__(self, *blocks: dict[str, Any], is_error: bool = False) -> None:
+        self.blocks = list(blocks)
+        self.is_error = is_error
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"resultType": "complete", "content": self.blocks, "isError": self.is_error}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def elicit(message: str, prop: str, prop_type: str = "string") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {prop: {"type": prop_type}}, "required": [prop]}
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
+
+
+def sample(prompt: str, max_tokens: int) -> dict[str, Any]:
+    message = {"role": "user", "content": text(prompt)}
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [message], "maxTokens": max_tokens},
+    }
+
+
+ROOTS: dict[str, Any] = {"method": "roots/list", "params": {}}
+
+
+class Fixture(Tool):
+    title = "Conformance fixture"
+    description = "A fixture for the MCP conformance suite."
+    input_schema = NO_ARGS
+    tool_annotations = tool_hints("Conformance fixture", read_only=True)
+
+
+class SimpleText(Fixture):
+    name = "test_simple_text"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content(text("This is a simple text response for testing."))
+
+
+class ErrorHandling(Fixture):
+    name = "test_error_handling"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content(text("This tool intentionally returns an error for testing"), is_error=True)
+
+
+class ImageContent(Fixture):
+    name = "test_image_content"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content({"type": "image", "data": PNG, "mimeType": "image/png"})
+
+
+class AudioContent(Fixture):
+    name = "test_audio_content"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content({"type": "audio", "data": WAV, "mimeType": "audio/wav"})
+
+
+class EmbeddedResource(Fixture):
+    name = "test_embedded_resource"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        resource = {
+            "uri": "test://embedded-resource",
+            "mimeType": "text/plain",
+            "text": "This is an embedded resource content.",
+        }
+        return Content({"type": "resource", "resource": resource})
+
+
+class MultipleContentTypes(Fixture):
+    name = "test_multiple_content_types"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        resource = {
+            "uri": "test://mixed-content-resource",
+            "mimeType": "application/json",
+            "text": '{"test":"data","value":123}',
+        }
+        return Content(
+            text("Multiple content types test:"),
+            {"type": "image", "data": PNG, "mimeType": "image/png"},
+            {"type": "resource", "resource": resource},
+        )
+
+
+class ToolWithProgress(Fixture):
+    """Answers at once: responses are plain JSON, so there is no stream to carry progress."""
+
+    name = "test_tool_with_progress"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content(text("Progress tool finished (no progress stream over JSON responses)."))
+
+
+class LoggingTool(Fixture):
+    """Logs only when a request sets `_meta.logLevel`; this server never emits log messages."""
+
+    name = "test_logging_tool"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        return Content(text("Done; no log messages were requested."))
+
+
+class MissingCapabilityTool(Fixture):
+    name = "test_missing_capability"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        if not isinstance(ctx.capabilities.get("sampling"), dict):
+            raise MissingCapability(
+                "This tool requires the sampling capability",
+                {"requiredCapabilities": {"sampling": {}}},
+            )
+        return Content(text("sampling is declared"))
+
+
+class RoundTrip(Fixture):
+    """A multi round-trip fixture: `rounds` lists what each round asks; the round number
+    travels sealed in requestState. Missing answers re-ask the same round."""
+
+    rounds: tuple[dict[str, Any], ...] = ()
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        if ctx.request_state is None:
+            return self.ask(ctx, 0)
+        round_no = self.opened_round(ctx)
+        responses = ctx.input_responses or {}
+        if not set(self.asked(ctx, round_no)) <= set(responses):
+            return self.ask(ctx, round_no)
+        if round_no + 1 < len(self.rounds):
+            return self.ask(ctx, round_no + 1)
+        return Content(text(self.finish(responses)))
+
+    def asked(self, ctx: CallContext, round_no: int) -> dict[str, Any]:
+        return self.rounds[round_no]
+
+    def ask(self, ctx: CallContext, round_no: int) -> InputRequired:
+        claims = {"t": self.name, "p": ctx.principal, "r": round_no}
+        state = self.services.sealer.seal(claims, 300)
+        return InputRequired(self.asked(ctx, round_no), state)
+
+    def opened_round(self, ctx: CallContext) -> int:
+        try:
+            claims = self.services.sealer.open(ctx.request_state or "")
+        except StateError as exc:
+            raise StateRejected(exc.reason) from None
+        if claims.get("t") != self.name or claims.get("p") != ctx.principal:
+            raise StateRejected("fixture state for another tool or principal")
+        round_no = claims.get("r")
+        if not isinstance(round_no, int) or not 0 <= round_no < len(self.rounds):
+            raise StateRejected("fixture state has no valid round")
+        return round_no
+
+    def finish(self, responses: dict[str, Any]) -> str:
+        return "Completed."
+
+
+def _content(responses: dict[str, Any], key: str) -> dict[str, Any]:
+    answer = responses.get(key)
+    content = answer.get("content") if isinstance(answer, dict) else None
+    return content if isinstance(content, dict) else {}
+
+
+class Elicitation(RoundTrip):
+    name = "test_input_required_result_elicitation"
+    rounds = ({"user_name": elicit("What is your name?", "name")},)
+
+    def finish(self, responses: dict[str, Any]) -> str:
+        return f"Hello, {_content(responses, 'user_name').get('name', 'stranger')}!"
+
+
+class Sampling(RoundTrip):
+    name = "test_input_required_result_sampling"
+    rounds = ({"capital_question": sample("What is the capital of France?", 100)},)
+
+    def finish(self, responses: dict[str, Any]) -> str:
+        answer = responses.get("capital_question")
+        block = answer.get("content") if isinstance(answer, dict) else None
+        said = block.get("text") if isinstance(block, dict) else None
+        return f"The model answered: {said}"
+
+
+class ListRoots(RoundTrip):
+    name = "test_input_required_result_list_roots"
+    rounds = ({"client_roots": ROOTS},)
+
+    def finish(self, responses: dict[str, Any]) -> str:
+        answer = responses.get("client_roots")
+        roots = answer.get("roots") if isinstance(answer, dict) else None
+        uris = [r.get("uri") for r in roots or [] if isinstance(r, dict)]
+        return f"Client roots: {', '.join(str(u) for u in uris) or 'none'}"
+
+
+class RequestState(RoundTrip):
+    name = "test_input_required_result_request_state"
+    rounds = ({"confirm": elicit("Please confirm", "ok", "boolean")},)
+
+    def finish(self, responses: dict[str, Any]) -> str:
+        return "state-ok: the requestState was verified"
+
+
+class MultipleInputs(RoundTrip):
+    name = "test_input_required_result_multiple_inputs"
+    rounds = (
+        {
+            "user_name": elicit("What is your name?", "name"),
+            "greeting": sample("Generate a greeting", 50),
+            "client_roots": ROOTS,
+        },
+    )
+
+
+class MultiRound(RoundTrip):
+    name = "test_input_required_result_multi_round"
+    rounds = (
+        {"step1": elicit("Step 1: What is your name?", "name")},
+        {"step2": elicit("Step 2: What is your favorite color?", "color")},
+    )
+
+
+class StreamingElicitation(RoundTrip):
+    """Needs user input: the answer is an input_required result, never a server request."""
+
+    name = "test_streaming_elicitation"
+    rounds = ({"user_name": elicit("What is your name?", "name")},)
+
+
+class TamperedState(RoundTrip):
+    name = "test_input_required_result_tampered_state"
+    rounds = ({"confirm": elicit("Please confirm", "ok", "boolean")},)
+
+
+class Capabilities(RoundTrip):
+    """Asks only for what this request's capabilities allow."""
+
+    name = "test_input_required_result_capabilities"
+    rounds = ({},)
+
+    def asked(self, ctx: CallContext, round_no: int) -> dict[str, Any]:
+        caps = ctx.capabilities
+        wanted: dict[str, Any] = {}
+        if isinstance(caps.get("elicitation"), dict):
+            wanted["user_name"] = elicit("What is your name?", "name")
+        if isinstance(caps.get("sampling"), dict):
+            wanted["greeting"] = sample("Generate a greeting", 50)
+        if isinstance(caps.get("roots"), dict):
+            wanted["client_roots"] = ROOTS
+        if not wanted:
+            raise MissingCapability(
+                "This tool needs elicitation, sampling or roots",
+                {"requiredCapabilities": {"elicitation": {}}},
+            )
+        return wanted
+
+
+TOOLS: list[type[Tool]] = [
+    SimpleText,
+    ErrorHandling,
+    ImageContent,
+    AudioContent,
+    EmbeddedResource,
+    MultipleContentTypes,
+    ToolWithProgress,
+    LoggingTool,
+    MissingCapabilityTool,
+    Elicitation,
+    Sampling,
+    ListRoots,
+    RequestState,
+    MultipleInputs,
+    MultiRound,
+    StreamingElicitation,
+    TamperedState,
+    Capabilities,
+]

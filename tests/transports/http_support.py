@@ -1,0 +1,157 @@
+"""Shared by the HTTP transport tests: request builders with the standard MCP headers, a real
+`serve --transport http` subprocess, and test-only tools (loaded with --tools-module http_support).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from helpers import make_request, subprocess_env
+
+from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+START_TIMEOUT_S = 60.0
+RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+NAME_SOURCES = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+BASE_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+LOOPBACK_URL = "http://127.0.0.1:8765"
+
+
+def mcp_headers(message: Mapping[str, Any]) -> dict[str, str]:
+    """The standard headers a correct 2026-07-28 client sends for `message`."""
+    headers = dict(BASE_HEADERS)
+    params = message.get("params") or {}
+    meta = params.get("_meta") or {}
+    headers["MCP-Protocol-Version"] = str(meta.get("io.modelcontextprotocol/protocolVersion"))
+    headers["Mcp-Method"] = str(message.get("method"))
+    source = NAME_SOURCES.get(str(message.get("method")))
+    if source is not None and isinstance(params.get(source), str):
+        headers["Mcp-Name"] = params[source]
+    return headers
+
+
+def rpc(
+    method: str, params: Mapping[str, Any] | None = None, **kw: Any
+) -> tuple[bytes, dict[str, str]]:
+    """A JSON body and matching headers for a well-formed request."""
+    message = make_request(method, params, **kw)
+    return json.dumps(message).encode(), mcp_headers(message)
+
+
+class SlowTool(Tool):
+    """Blocks until released; proves that a stuck handler is bounded by the request timeout."""
+
+    name = "test_slow"
+    title = "Slow"
+    description = "Waits for the test to release it."
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    tool_annotations = tool_hints("Slow", read_only=True)
+    release = threading.Event()
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        self.release.wait(timeout=30)
+        return ToolResult({"done": True})
+
+
+class WhoAmI(Tool):
+    """Echoes the principal the transport authenticated."""
+
+    name = "test_whoami"
+    title = "Who am I"
+    description = "Returns the authenticated principal."
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    tool_annotations = tool_hints("Who am I", read_only=True)
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        return ToolResult({"principal": ctx.principal})
+
+
+TOOLS: list[type[Tool]] = [SlowTool, WhoAmI]
+
+
+class HttpServer:
+    """A running `notes-server serve --transport http` on an OS-chosen loopback port."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, workers: int = 1) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+        self.port = self._wait_until_ready(workers)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        with self.log_path.open("w", encoding="utf-8") as log:
+            for raw in iter(self.proc.stderr.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                log.write(line)
+                log.flush()
+                self.lines.put(line)
+        self.lines.put("")
+
+    def _wait_until_ready(self, workers: int) -> int:
+        """Read stderr until uvicorn reports the bound port and every worker has started (a
+        multi-worker parent binds first; its workers listen only once their app is up)."""
+        port, started = None, 0
+        while port is None or started < workers:
+            line = self.lines.get(timeout=START_TIMEOUT_S)
+            if not line:
+                raise RuntimeError(f"server exited {self.proc.wait()}: {self.stderr_text()}")
+            match = RUNNING.search(line)
+            port = int(match.group(1)) if match else port
+            started += "Application startup complete" in line
+        return port
+
+    def stderr_text(self) -> str:
+        self._reader.join(timeout=0)
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> int:
+        if self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=30)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        return self.proc.returncode
+
+
+def serve_command(db_url: str, *args: str) -> list[str]:
+    serve = [sys.executable, "-m", "notes_server", "serve", "--transport", "http"]
+    return [*serve, "--port", "0", "--db", db_url, *args]
+
+
+def start_http_server(
+    tmp_path: Path,
+    db_url: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    workers: int = 1,
+) -> HttpServer:
+    extra = {"PYTHONPATH": f"{HERE}:{HERE.parent}:{ROOT}", **(env or {})}
+    index = len(list(tmp_path.glob("http-server-*.log")))
+    proc = subprocess.Popen(
+        serve_command(db_url, "--workers", str(workers), *args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=subprocess_env(tmp_path, extra),
+    )
+    return HttpServer(proc, tmp_path / f"http-server-{index}.log", workers)

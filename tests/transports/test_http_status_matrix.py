@@ -1,0 +1,290 @@
+"""The Streamable HTTP status/code matrix, asserted twice: in-process through the ASGI app
+(fast) and over real HTTP against a `serve --transport http` subprocess (the same bytes on a
+socket, through uvicorn)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers import make_request
+from http_support import (
+    BASE_HEADERS,
+    LOOPBACK_URL,
+    HttpServer,
+    mcp_headers,
+    start_http_server,
+)
+from starlette.testclient import TestClient
+
+from notes_server.config import HttpSettings, Settings
+from notes_server.errors import WORKSPACE_DENIED
+from notes_server.security.state import KeyRing
+from notes_server.store import migrate
+from notes_server.store.engine import make_engine
+from notes_server.transports.http_server import create_http_app
+
+Headers = list[tuple[str, str | bytes]]
+FORM = {"elicitation": {"form": {}}}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    body: bytes
+    headers: Headers
+    status: int
+    code: int | None = None
+    method: str = "POST"
+    check: Callable[[httpx.Response], None] = field(default=lambda response: None)
+
+
+def case(id: str, message: dict[str, Any], status: int, code: int | None, **kw: Any) -> Case:
+    """A case whose headers are the correct ones for `message`, adjusted by `set`/`drop`."""
+    headers = mcp_headers(message)
+    for name in kw.pop("drop", ()):
+        headers.pop(name)
+    headers.update(kw.pop("set", {}))
+    pairs: Headers = [*headers.items(), *kw.pop("extra", [])]
+    return Case(id, json.dumps(message).encode(), pairs, status, code, **kw)
+
+
+def meta_without(key: str) -> dict[str, Any]:
+    message = make_request("server/discover")
+    del message["params"]["_meta"][key]
+    return message
+
+
+def versioned(version: str) -> dict[str, Any]:
+    message = make_request("server/discover")
+    message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = version
+    return message
+
+
+def b64(value: str) -> str:
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def _no_session(response: httpx.Response) -> None:
+    assert "mcp-session-id" not in response.headers
+
+
+def _allow_post(response: httpx.Response) -> None:
+    assert response.headers["allow"] == "POST"
+
+
+def _data(expected: dict[str, Any]) -> Callable[[httpx.Response], None]:
+    def check(response: httpx.Response) -> None:
+        assert response.json()["error"]["data"] == expected
+
+    return check
+
+
+def _result(key: str, value: Any) -> Callable[[httpx.Response], None]:
+    def check(response: httpx.Response) -> None:
+        assert response.json()["result"][key] == value
+
+    return check
+
+
+DISCOVER = make_request("server/discover")
+WHOAMI = make_request("tools/call", {"name": "test_whoami", "arguments": {}})
+CAFE_URI = "file:///home/alice/caf\u00e9/n.md"
+READ_CAFE = make_request("resources/read", {"uri": CAFE_URI})
+DELETE = make_request(
+    "tools/call", {"name": "notes_delete", "arguments": {"workspaceUri": "file:///w", "title": "t"}}
+)
+UNSUPPORTED = {"supported": ["2026-07-28"], "requested": "1999-01-01"}
+
+CASES = [
+    case("discover-ok", DISCOVER, 200, None, check=_result("cacheScope", "public")),
+    case(
+        "tools-list-is-public",
+        make_request("tools/list"),
+        200,
+        None,
+        check=_result("cacheScope", "public"),
+    ),
+    case(
+        "resources-list-is-private",
+        make_request("resources/list"),
+        200,
+        None,
+        check=_result("cacheScope", "private"),
+    ),
+    case(
+        "principal-comes-from-the-server",
+        WHOAMI,
+        200,
+        None,
+        check=lambda r: r.json()["result"]["structuredContent"] == {"principal": "alice"},
+    ),
+    case(
+        "notification-accepted",
+        make_request("notifications/cancelled", id=None),
+        202,
+        None,
+        check=lambda r: r.content == b"",
+    ),
+    Case("parse-error", b"{not json", list(BASE_HEADERS.items()), 400, -32700),
+    Case("batch-is-invalid-request", b"[]", list(BASE_HEADERS.items()), 400, -32600),
+    case("missing-meta", {**DISCOVER, "params": {}}, 400, -32602),
+    case(
+        "missing-protocol-version",
+        meta_without("io.modelcontextprotocol/protocolVersion"),
+        400,
+        -32602,
+        drop=["MCP-Protocol-Version"],
+        set={"MCP-Protocol-Version": "2026-07-28"},
+    ),
+    case(
+        "missing-capabilities",
+        meta_without("io.modelcontextprotocol/clientCapabilities"),
+        400,
+        -32602,
+    ),
+    case("missing-version-header", DISCOVER, 400, -32020, drop=["MCP-Protocol-Version"]),
+    case(
+        "header-version-disagrees-with-body",
+        versioned("1999-01-01"),
+        400,
+        -32020,
+        set={"MCP-Protocol-Version": "2026-07-28"},
+    ),
+    case("unsupported-version", versioned("1999-01-01"), 400, -32022, check=_data(UNSUPPORTED)),
+    case("missing-method-header", DISCOVER, 400, -32020, drop=["Mcp-Method"]),
+    case("method-header-disagrees", DISCOVER, 400, -32020, set={"Mcp-Method": "tools/list"}),
+    case("method-header-twice", DISCOVER, 400, -32020, extra=[("Mcp-Method", "server/discover")]),
+    case("missing-name-header", WHOAMI, 400, -32020, drop=["Mcp-Name"]),
+    case("name-header-disagrees", WHOAMI, 400, -32020, set={"Mcp-Name": "notes_read"}),
+    case("name-header-base64", WHOAMI, 200, None, set={"Mcp-Name": b64("test_whoami")}),
+    case(
+        "name-header-bad-base64-padding",
+        WHOAMI,
+        400,
+        -32020,
+        set={"Mcp-Name": "=?base64?dGVzdF93aG9hbWk?="},
+    ),
+    case("name-header-raw-non-ascii", READ_CAFE, 400, -32020, set={"Mcp-Name": CAFE_URI.encode()}),
+    case(
+        "non-ascii-uri-in-base64-reaches-the-handler",
+        READ_CAFE,
+        200,
+        -32602,
+        set={"Mcp-Name": b64(CAFE_URI)},
+        check=_data({"uri": CAFE_URI}),
+    ),
+    case("unknown-method", make_request("unknown/method"), 404, -32601),
+    case("removed-initialize", make_request("initialize"), 404, -32601),
+    case("removed-ping", make_request("ping"), 404, -32601),
+    case(
+        "missing-client-capability",
+        DELETE,
+        400,
+        -32021,
+        check=_data({"requiredCapabilities": FORM}),
+    ),
+    case(
+        "unknown-tool-is-an-ordinary-error",
+        make_request("tools/call", {"name": "nope", "arguments": {}}),
+        200,
+        -32602,
+    ),
+    case(
+        "workspace-denied-is-an-ordinary-error",
+        make_request(
+            "tools/call",
+            {"name": "notes_read", "arguments": {"workspaceUri": "file:///w", "noteId": "n"}},
+        ),
+        200,
+        -32602,
+        check=lambda r: r.json()["error"]["message"] == WORKSPACE_DENIED,
+    ),
+    case(
+        "session-id-is-ignored-and-never-minted",
+        DISCOVER,
+        200,
+        None,
+        set={"Mcp-Session-Id": "abc"},
+        check=_no_session,
+    ),
+    case("get-is-not-allowed", DISCOVER, 405, None, method="GET", check=_allow_post),
+    case("delete-is-not-allowed", DISCOVER, 405, None, method="DELETE", check=_allow_post),
+    case("wrong-content-type", DISCOVER, 415, -32600, set={"Content-Type": "text/plain"}),
+    case("accept-without-event-stream", DISCOVER, 406, -32600, set={"Accept": "application/json"}),
+    Case(
+        "body-over-the-limit", b" " * (4 * 1024 * 1024 + 1), list(BASE_HEADERS.items()), 413, -32600
+    ),
+    case("dns-rebinding-host", DISCOVER, 403, -32600, set={"Host": "evil.example.com"}),
+    case("foreign-origin", DISCOVER, 403, -32600, set={"Origin": "http://evil.example.com"}),
+    case("loopback-origin", DISCOVER, 200, None, set={"Origin": "http://localhost:3000"}),
+]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    tmp = tmp_path_factory.mktemp("http-matrix")
+    url = f"sqlite:///{tmp}/notes.db"
+    engine = make_engine(url)
+    migrate.upgrade(engine)
+    engine.dispose()
+    return tmp, url
+
+
+@pytest.fixture(scope="module")
+def live(database: tuple[Path, str]) -> Iterator[HttpServer]:
+    tmp, url = database
+    args = ("--auth", "none", "--principal", "alice", "--tools-module", "http_support")
+    server = start_http_server(tmp, url, *args)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module", params=["asgi", "uvicorn"])
+def client(request: pytest.FixtureRequest, database: tuple[Path, str]) -> Iterator[httpx.Client]:
+    if request.param == "uvicorn":
+        server: HttpServer = request.getfixturevalue("live")
+        with httpx.Client(base_url=server.url, timeout=30) as http_client:
+            yield http_client
+        return
+    settings = Settings(
+        db_url=database[1],
+        principal="alice",
+        state_keys=KeyRing.generate_spec(),
+        tools_modules=("http_support",),
+    )
+    app = create_http_app(settings, HttpSettings(auth="none"))
+    with TestClient(app, base_url=LOOPBACK_URL) as test_client:
+        yield test_client
+
+
+TRANSPORT_REFUSALS = {403, 406, 413, 415}
+
+
+def expected_id(case: Case) -> Any:
+    """Refused before the body was read, or unreadable: null. Otherwise the request's id."""
+    if case.status in TRANSPORT_REFUSALS:
+        return None
+    try:
+        sent = json.loads(case.body)
+    except ValueError:
+        return None
+    return sent.get("id") if isinstance(sent, dict) else None
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_status_and_code(client: httpx.Client, case: Case) -> None:
+    response = client.request(case.method, "/mcp", content=case.body, headers=case.headers)
+
+    assert response.status_code == case.status, response.text
+    if case.code is not None:
+        body = response.json()
+        assert body["error"]["code"] == case.code
+        assert body["id"] == expected_id(case)
+    case.check(response)
