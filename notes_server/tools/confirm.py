@@ -251,10 +251,11 @@ class ConfirmedAction(Tool):
 
         sealed_version = dict((entry[0], entry[1]) for entry in claims["c"])[note_id]
         with write_tx(self.services.engine) as conn:
+            # Re-authorize first: even replaying a recorded outcome needs a live grant.
+            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
             previous = nonces.get(conn, claims["n"])
             if previous is not None:
                 return self.replayed(ctx, previous, note_id)
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
             note = notes.get_note(conn, workspace.uri, note_id)
             if note is None:
                 raise ToolFailure(

@@ -504,6 +504,21 @@ def test_an_exact_repeat_of_a_committed_accept_returns_the_recorded_outcome(
 
 
 @per_kind
+def test_replaying_a_committed_accept_after_the_grant_is_revoked_is_refused(
+    flow: Flow, kind: Kind
+) -> None:
+    note = flow.seed(TITLE, "a.md")
+    state, _ = flow.ask(kind, TITLE)
+    structured(flow.answer(kind, TITLE, state, accept(note.id)))
+    flow.revoke("alice", WS)
+
+    reply = flow.answer(kind, TITLE, state, accept(note.id))
+
+    assert error_of(reply) == WORKSPACE_ERROR
+    assert (flow.count("consumed_nonces"), flow.count("audit_log")) == (1, 1)
+
+
+@per_kind
 @pytest.mark.parametrize("retry", ["other-note", "decline", "cancel", "confirm-false"])
 def test_any_other_answer_after_a_committed_accept_is_refused(
     flow: Flow, kind: Kind, retry: str
