@@ -13,7 +13,11 @@ from notes_server.config import HttpSettings, Settings
 _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind."),
     click.option(
-        "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=8765,
+        show_default=True,
+        help="HTTP: port (0: any free one).",
     ),
     click.option(
         "--workers",

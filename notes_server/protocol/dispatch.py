@@ -15,6 +15,7 @@ from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
 from notes_server.protocol.envelope import (
     DecodeFailure,
+    EncodedResult,
     Notification,
     Request,
     decode,
@@ -61,6 +62,15 @@ class McpServer:
         self.registry = registry
         self.resources = resources
         self.server_info = server_info
+        self._static: dict[str, EncodedResult] = {}
+
+    def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
+        """A result identical for every request, stamped and encoded on first use."""
+        cached = self._static.get(key)
+        if cached is None:
+            cached = EncodedResult({**build(), "_meta": {META_SERVER_INFO: self.server_info}})
+            self._static[key] = cached
+        return cached
 
     def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
         """Decode, dispatch and encode one message; None for notifications."""
@@ -111,5 +121,6 @@ class McpServer:
             meta.client_info,
         )
         result = handler(self, ctx, request.params)
-        result["_meta"] = {META_SERVER_INFO: self.server_info}
+        if not isinstance(result, EncodedResult):  # static results are stamped already
+            result["_meta"] = {META_SERVER_INFO: self.server_info}
         return result

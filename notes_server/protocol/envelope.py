@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
 
@@ -100,7 +100,7 @@ def decode(raw: bytes | str) -> Request | Notification:
     return Request(request_id, method, params)
 
 
-def _dump(message: dict[str, Any]) -> bytes:
+def _dump(message: Any) -> bytes:
     """Compact UTF-8. A lone surrogate (only reachable through a client's own `\\uD800`
     escape, e.g. in an id we echo) cannot be UTF-8 encoded; it is written back as that same
     JSON escape instead of crashing the transport."""
@@ -108,7 +108,27 @@ def _dump(message: dict[str, Any]) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+class EncodedResult(dict[str, Any]):
+    """A result that is the same for every request (`tools/list`, `server/discover`), encoded
+    once: `encode_result` splices these bytes instead of serializing the mapping again. It is
+    read-only, so the bytes cannot go stale; copy it to change it."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(body)
+        self.encoded = _dump(body)
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("an EncodedResult is read-only; copy it to change it")
+
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _read_only
+
+
 def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
+    if isinstance(result, EncodedResult):
+        # Byte for byte what the general branch produces, without re-serializing the body.
+        return b'{"jsonrpc":"2.0","id":' + _dump(request_id) + b',"result":' + result.encoded + b"}"
     return _dump({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 

@@ -35,27 +35,33 @@ def _no_cursor(params: dict[str, Any]) -> None:
 
 
 def discover(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    return _cacheable(
-        {
-            "supportedVersions": list(MODERN_VERSIONS),
-            "capabilities": {"tools": {}, "resources": {}},
-            "instructions": INSTRUCTIONS,
-        },
-        "public",
-        LIST_TTL_MS,
+    return server.static_result(
+        "server/discover",
+        lambda: _cacheable(
+            {
+                "supportedVersions": list(MODERN_VERSIONS),
+                "capabilities": {"tools": {}, "resources": {}},
+                "instructions": INSTRUCTIONS,
+            },
+            "public",
+            LIST_TTL_MS,
+        ),
     )
 
 
 def tools_list(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     _no_cursor(params)
-    return _cacheable({"tools": server.registry.listing()}, "public", LIST_TTL_MS)
+    return server.static_result(
+        "tools/list",
+        lambda: _cacheable({"tools": server.registry.listing()}, "public", LIST_TTL_MS),
+    )
 
 
 def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """Shape only. Whether both must come together is the tool's rule: a tool that never asks
+    for input ignores them (as the spec asks for unknown input responses)."""
     responses = params.get("inputResponses")
     state = params.get("requestState")
-    if (responses is None) != (state is None):
-        raise InvalidParams("Invalid params: inputResponses and requestState must come together")
     if responses is not None and not isinstance(responses, dict):
         raise InvalidParams("Invalid params: inputResponses must be an object")
     if state is not None and not isinstance(state, str):

@@ -207,6 +207,11 @@ def _check_segment(segment: str) -> None:
         raise UriError("slash in path segment not allowed")
     if "%" in segment:
         raise UriError("percent sign not allowed (double encoding)")
+    if segment.isascii() and segment.isprintable():
+        # Fast path, same verdict: printable ASCII has no forbidden category (only Cc occurs
+        # in ASCII, and isprintable() is False exactly there), is NFC, has no look-alikes,
+        # and NFKC leaves it unchanged, so the checks below cannot fail.
+        return
     if any(unicodedata.category(ch) in _FORBIDDEN_CATEGORIES for ch in segment):
         raise UriError("control or invisible character not allowed")
     if not unicodedata.is_normalized("NFC", segment):

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Table, insert, select
 from notes_server.store.models import AuditEntry
 
 audit = cast(Table, AuditEntry.__table__)
+_INSERT = insert(audit)  # built once; the values are bound per call
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,17 +29,18 @@ class AuditRecord:
 
 def record(conn: Connection, entry: AuditRecord) -> None:
     conn.execute(
-        insert(audit).values(
-            at=entry.at,
-            principal=entry.principal,
-            tool=entry.tool,
-            outcome=entry.outcome,
-            workspace=entry.workspace,
-            note_id=entry.note_id,
-            note_title=entry.note_title,
-            note_path=entry.note_path,
-            nonce=entry.nonce,
-        )
+        _INSERT,
+        {
+            "at": entry.at,
+            "principal": entry.principal,
+            "tool": entry.tool,
+            "outcome": entry.outcome,
+            "workspace": entry.workspace,
+            "note_id": entry.note_id,
+            "note_title": entry.note_title,
+            "note_path": entry.note_path,
+            "nonce": entry.nonce,
+        },
     )
 
 

@@ -7,6 +7,7 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,3 +73,16 @@ def read_tx(engine: Engine) -> Iterator[Connection]:
 
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
+
+
+def pysqlite(conn: Connection) -> sqlite3.Connection | None:
+    """The stdlib sqlite3 connection under `conn` (same transaction), else None.
+
+    For the few single-row reads that run on every tool call (grant lookup, note by id):
+    through the DBAPI they cost a tenth of a Core execution. Callers keep a Core path for other
+    databases and must convert values the way the column types would (see notes.NoteRecord).
+    """
+    if conn.dialect.name != "sqlite" or conn.dialect.driver != "pysqlite":
+        return None
+    driver = conn.connection.driver_connection
+    return driver if isinstance(driver, sqlite3.Connection) else None

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, inspect
+if TYPE_CHECKING:
+    # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
+    from sqlalchemy import Engine
 
 HEAD = "0002"
 
@@ -28,6 +31,8 @@ def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
 
 def current_revision(engine: Engine) -> str | None:
     """The stamped revision, or None for an empty database (cheap: no Alembic import)."""
+    from sqlalchemy import inspect
+
     with engine.connect() as conn:
         if not inspect(conn).has_table("alembic_version"):
             return None

@@ -11,13 +11,39 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Connection, Table, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from notes_server.store.models import ConsumedNonce
 
 nonces = cast(Table, ConsumedNonce.__table__)
 PRUNE_BATCH = 200
+
+# Built once (every confirmed action runs all three); values are bound per call.
+_GET = select(
+    nonces.c.nonce,
+    nonces.c.principal,
+    nonces.c.tool,
+    nonces.c.outcome,
+    nonces.c.answer_digest,
+    nonces.c.result_json,
+).where(nonces.c.nonce == bindparam("nonce"))
+_CLAIM = {
+    "postgresql": postgresql.insert(nonces)
+    .on_conflict_do_nothing(index_elements=["nonce"])
+    .returning(nonces.c.nonce),
+    "sqlite": sqlite.insert(nonces)
+    .on_conflict_do_nothing(index_elements=["nonce"])
+    .returning(nonces.c.nonce),
+}
+_PRUNE = delete(nonces).where(
+    nonces.c.nonce.in_(
+        select(nonces.c.nonce)
+        .where(nonces.c.expires_at < bindparam("expired_before"))
+        .limit(PRUNE_BATCH)
+        .scalar_subquery()
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,16 +57,7 @@ class NonceRecord:
 
 
 def get(conn: Connection, nonce: str) -> NonceRecord | None:
-    row = conn.execute(
-        select(
-            nonces.c.nonce,
-            nonces.c.principal,
-            nonces.c.tool,
-            nonces.c.outcome,
-            nonces.c.answer_digest,
-            nonces.c.result_json,
-        ).where(nonces.c.nonce == nonce)
-    ).first()
+    row = conn.execute(_GET, {"nonce": nonce}).first()
     return None if row is None else NonceRecord(*row)
 
 
@@ -67,14 +84,8 @@ def claim(
         "consumed_at": now,
         "expires_at": expires_at,
     }
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = (
-        dialect.insert(nonces)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["nonce"])
-        .returning(nonces.c.nonce)
-    )
-    return conn.execute(statement).first() is not None
+    statement = _CLAIM["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
+    return conn.execute(statement, values).first() is not None
 
 
 def prune(conn: Connection, *, expired_before: datetime) -> int:
@@ -83,10 +94,4 @@ def prune(conn: Connection, *, expired_before: datetime) -> int:
     Safe because a state is refused once past its expiry, so its nonce can never be presented
     again successfully; the caller passes a cut-off with a margin for clock skew.
     """
-    victims = (
-        select(nonces.c.nonce)
-        .where(nonces.c.expires_at < expired_before)
-        .limit(PRUNE_BATCH)
-        .scalar_subquery()
-    )
-    return conn.execute(delete(nonces).where(nonces.c.nonce.in_(victims))).rowcount
+    return conn.execute(_PRUNE, {"expired_before": expired_before}).rowcount

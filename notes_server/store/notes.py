@@ -17,6 +17,7 @@ from sqlalchemy import (
     Connection,
     Table,
     and_,
+    bindparam,
     column,
     delete,
     func,
@@ -28,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from notes_server.store.engine import pysqlite
 from notes_server.store.models import FTS_TABLE, Note
 
 notes = cast(Table, Note.__table__)
@@ -44,6 +46,35 @@ _COLUMNS = (
     notes.c.version,
     notes.c.archived,
     notes.c.archived_at,
+)
+# The hot statements are built once, with bind parameters: building and cache-keying a Core
+# statement on every call cost more than running it.
+_GET_NOTE = select(*_COLUMNS).where(
+    notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
+)
+_GET_NOTE_SQL = (
+    "SELECT id, workspace, path, title, body, created_at, updated_at, version, archived,"
+    " archived_at FROM notes WHERE id = ? AND workspace = ?"
+)
+# Found through the (workspace, title_key) index in a subquery: given the whole filter,
+# SQLite's planner (no ANALYZE statistics) picks the (workspace, updated_at) index to skip
+# the sort and reads every note of the workspace.
+_TITLE_MATCHES = select(notes.c.seq).where(
+    notes.c.workspace == bindparam("workspace"), notes.c.title_key == bindparam("title_key")
+)
+_NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
+_BY_TITLE = {
+    archived_filter: select(*_COLUMNS)
+    .where(
+        notes.c.seq.in_(_TITLE_MATCHES),
+        *([notes.c.archived == bindparam("archived")] if archived_filter else []),
+    )
+    .order_by(*_NEWEST_FIRST)
+    .limit(bindparam("limit"))
+    for archived_filter in (False, True)
+}
+_DELETE = delete(notes).where(
+    notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version")
 )
 
 
@@ -63,6 +94,27 @@ class NoteRecord:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> NoteRecord:
         return cls(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+
+    @classmethod
+    def from_sqlite(cls, row: Sequence[Any]) -> NoteRecord:
+        """From a raw pysqlite row: convert as SQLAlchemy's SQLite types do (DateTime text via
+        datetime.fromisoformat, Boolean 0/1 via bool)."""
+        return cls(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            _sqlite_datetime(row[5]),
+            _sqlite_datetime(row[6]),
+            row[7],
+            bool(row[8]),
+            _sqlite_datetime(row[9]),
+        )
+
+
+def _sqlite_datetime(value: Any) -> Any:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +163,11 @@ def insert_note(
 
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
-    row = conn.execute(
-        select(*_COLUMNS).where(notes.c.id == note_id, notes.c.workspace == workspace)
-    ).first()
+    raw = pysqlite(conn)
+    if raw is not None:
+        found = raw.execute(_GET_NOTE_SQL, (note_id, workspace)).fetchone()
+        return None if found is None else NoteRecord.from_sqlite(found)
+    row = conn.execute(_GET_NOTE, {"note_id": note_id, "workspace": workspace}).first()
     return None if row is None else NoteRecord.from_row(row)
 
 
@@ -128,13 +182,11 @@ def find_by_title(
     conn: Connection, workspace: str, title: str, *, archived: bool | None, limit: int
 ) -> list[NoteRecord]:
     """Notes whose title matches case-insensitively, newest first."""
-    query = select(*_COLUMNS).where(
-        notes.c.workspace == workspace, notes.c.title_key == title_key(title)
-    )
+    params = {"workspace": workspace, "title_key": title_key(title), "limit": limit}
     if archived is not None:
-        query = query.where(notes.c.archived == archived)
-    query = query.order_by(notes.c.updated_at.desc(), notes.c.id).limit(limit)
-    return [NoteRecord.from_row(r) for r in conn.execute(query)]
+        params["archived"] = archived
+    rows = conn.execute(_BY_TITLE[archived is not None], params)
+    return [NoteRecord.from_row(r) for r in rows]
 
 
 def update_fields(
@@ -155,13 +207,41 @@ def update_fields(
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    result = conn.execute(
-        delete(notes).where(notes.c.id == note.id, notes.c.version == note.version)
-    )
+    result = conn.execute(_DELETE, {"note_id": note.id, "version": note.version})
     return result.rowcount == 1
 
 
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _search_statements() -> tuple[dict[bool, Any], dict[bool, Any]]:
+    """(most recent first, FTS5 ranked) statements, keyed by include_archived."""
+    recent, ranked = {}, {}
+    rank = func.bm25(_fts.c.notes_fts, 10.0, 1.0)
+    snip = func.snippet(_fts.c.notes_fts, 1, "**", "**", "…", 12)
+    for include_archived in (False, True):
+        conditions = [notes.c.workspace == bindparam("workspace")]
+        if not include_archived:
+            conditions.append(notes.c.archived.is_(False))
+        recent[include_archived] = (
+            select(*_COLUMNS, notes.c.body)
+            .where(and_(*conditions))
+            .order_by(*_NEWEST_FIRST)
+            .limit(bindparam("limit"))
+            .offset(bindparam("offset"))
+        )
+        ranked[include_archived] = (
+            select(*_COLUMNS, snip, rank)
+            .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
+            .where(_fts.c.notes_fts.op("MATCH")(bindparam("match")), *conditions)
+            .order_by(rank, notes.c.id)
+            .limit(bindparam("limit"))
+            .offset(bindparam("offset"))
+        )
+    return recent, ranked
+
+
+_RECENT, _RANKED = _search_statements()
 
 
 def fts_query(query: str) -> str | None:
@@ -185,30 +265,16 @@ def search(
     match = fts_query(query) if query else None
     if query and match is None:
         return []
-    conditions = [notes.c.workspace == workspace]
-    if not include_archived:
-        conditions.append(notes.c.archived.is_(False))
+    params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
     if match is None:
-        rows = conn.execute(
-            select(*_COLUMNS, notes.c.body)
-            .where(and_(*conditions))
-            .order_by(notes.c.updated_at.desc(), notes.c.id)
-            .limit(limit)
-            .offset(offset)
-        )
+        rows = conn.execute(_RECENT[include_archived], params)
         return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
     if conn.dialect.name != "sqlite":
+        conditions = [notes.c.workspace == workspace]
+        if not include_archived:
+            conditions.append(notes.c.archived.is_(False))
         return _search_like(conn, conditions, query or "", limit, offset)
-    rank = func.bm25(_fts.c.notes_fts, 10.0, 1.0)
-    snip = func.snippet(_fts.c.notes_fts, 1, "**", "**", "…", 12)
-    rows = conn.execute(
-        select(*_COLUMNS, snip, rank)
-        .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
-        .where(_fts.c.notes_fts.op("MATCH")(match), *conditions)
-        .order_by(rank, notes.c.id)
-        .limit(limit)
-        .offset(offset)
-    )
+    rows = conn.execute(_RANKED[include_archived], {**params, "match": match})
     return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
 
 

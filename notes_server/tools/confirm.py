@@ -96,6 +96,10 @@ class ConfirmedAction(Tool):
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:
         require_form_elicitation(ctx.capabilities)
+        if (ctx.input_responses is None) != (ctx.request_state is None):
+            raise InvalidParams(
+                "Invalid params: inputResponses and requestState must come together"
+            )
         if ctx.request_state is None:
             return self.ask(ctx, args)
         claims = self.verify(ctx, args)

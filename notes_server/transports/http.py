@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from notes_server.config import HttpSettings
+from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer
 from notes_server.transports.http_auth import (
     METADATA_PATH,
@@ -39,6 +41,7 @@ log = logging.getLogger("notes_server.http")
 
 BODY_READ_TIMEOUT_S = 10.0
 _HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")
+_PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 _T = TypeVar("_T")
 
 
@@ -99,9 +102,14 @@ class McpEndpoint:
         self.http = http
 
     def base_url(self, request: Request) -> str:
+        """`--public-url`, else this request's Host when it is a plain host[:port] (it goes into
+        a quoted header parameter, so anything else falls back to the bound address)."""
         if self.http.public_url:
             return self.http.public_url.rstrip("/")
-        return f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+        host = request.headers.get("host", "")
+        if not _PLAIN_HOST.fullmatch(host):
+            host = f"{self.http.host}:{self.http.port}"
+        return f"{request.url.scheme}://{host}"
 
     async def principal(self, request: Request) -> str | Response:
         values = request.headers.getlist("authorization")
@@ -119,6 +127,13 @@ class McpEndpoint:
         )
 
     async def post(self, request: Request) -> Response:
+        try:
+            return await self._post(request)
+        except TimeoutError:
+            log.warning("request timed out after %.0fs", self.http.request_timeout)
+            return error_response(503, "Request timed out", code=INTERNAL_ERROR)
+
+    async def _post(self, request: Request) -> Response:
         principal = await self.principal(request)
         if isinstance(principal, Response):
             return principal
@@ -130,11 +145,7 @@ class McpEndpoint:
             return body
         headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
         call = functools.partial(exchange, self.server, body, headers, principal)
-        try:
-            reply = await in_thread(call, self.http.request_timeout)
-        except TimeoutError:
-            log.warning("request timed out after %.0fs", self.http.request_timeout)
-            return error_response(503, "Request timed out", code=-32603)
+        reply = await in_thread(call, self.http.request_timeout)
         if reply.body is None:
             return Response(status_code=reply.status)
         return Response(reply.body, reply.status, media_type="application/json")

@@ -40,6 +40,9 @@ def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
         return "JWT options need --auth token"
     if http.workers < 1:
         return "--workers must be at least 1"
+    url = http.public_url
+    if url and (not url.startswith(("https://", "http://")) or any(c in url for c in '" \\')):
+        return "--public-url must be an http(s) URL"
     return None
 
 

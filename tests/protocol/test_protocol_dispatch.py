@@ -276,7 +276,35 @@ def test_a_boolean_is_not_accepted_as_an_integer(call: Call) -> None:
     assert "limit" in error["message"]
 
 
-def test_input_responses_without_request_state_are_invalid_params(
+def test_input_responses_without_request_state_are_invalid_params_for_a_confirming_tool(
+    call: Call, grant: Callable[..., str]
+) -> None:
+    grant("alice", WORKSPACE)
+    params = {
+        "name": "notes_delete",
+        "arguments": {"workspaceUri": WORKSPACE, "title": "x"},
+        "inputResponses": {"delete_choice": {"action": "accept"}},
+    }
+
+    error = error_of(call("tools/call", params, caps={"elicitation": {}}))
+
+    assert error["code"] == -32602
+    assert "requestState" in error["message"]
+
+
+def test_request_state_without_input_responses_is_invalid_params_for_a_confirming_tool(
+    call: Call,
+) -> None:
+    params = {
+        "name": "notes_delete",
+        "arguments": {"workspaceUri": WORKSPACE, "title": "x"},
+        "requestState": "s",
+    }
+
+    assert error_of(call("tools/call", params, caps={"elicitation": {}}))["code"] == -32602
+
+
+def test_a_tool_that_never_asks_for_input_ignores_stray_input_responses(
     call: Call, grant: Callable[..., str]
 ) -> None:
     grant("alice", WORKSPACE)
@@ -286,14 +314,18 @@ def test_input_responses_without_request_state_are_invalid_params(
         "inputResponses": {"confirm": {"action": "accept"}},
     }
 
-    error = error_of(call("tools/call", params))
+    reply = call("tools/call", params)
 
-    assert error["code"] == -32602
-    assert "requestState" in error["message"]
+    assert reply["result"]["resultType"] == "complete"
+    assert reply["result"]["isError"] is False
 
 
-def test_request_state_without_input_responses_is_invalid_params(call: Call) -> None:
-    params = {"name": "notes_search", "arguments": {"workspaceUri": WORKSPACE}, "requestState": "s"}
+def test_mistyped_input_responses_are_invalid_params_for_any_tool(call: Call) -> None:
+    params = {
+        "name": "notes_search",
+        "arguments": {"workspaceUri": WORKSPACE},
+        "inputResponses": ["not", "an", "object"],
+    }
 
     assert error_of(call("tools/call", params))["code"] == -32602
 

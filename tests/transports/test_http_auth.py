@@ -245,3 +245,33 @@ def test_an_unsigned_jwt_is_401(client: TestClient) -> None:
     unsigned = jwt.encode(claims, None, algorithm="none", headers={"kid": "k1"})
 
     assert_unauthorized(whoami(client, unsigned), presented=True)
+
+
+def test_the_challenge_uses_the_public_url_when_configured(
+    settings: Settings, services: Services
+) -> None:
+    http = HttpSettings(host="0.0.0.0", public_url="https://notes.example/")
+    app = create_http_app(settings, http, Services(settings, engine=services.engine))
+    with TestClient(app, base_url="http://10.1.2.3:8765") as client:
+        response = whoami(client, None)
+        metadata = client.get("/.well-known/oauth-protected-resource/mcp").json()
+
+    assert response.headers["www-authenticate"] == (
+        'Bearer resource_metadata="https://notes.example/.well-known/oauth-protected-resource/mcp"'
+    )
+    assert metadata["resource"] == "https://notes.example/mcp"
+    assert "authorization_servers" not in metadata
+
+
+def test_a_host_header_unfit_for_the_challenge_falls_back_to_the_bound_address(
+    settings: Settings, services: Services
+) -> None:
+    app = create_http_app(settings, HttpSettings(host="0.0.0.0"), services)
+    body, headers = rpc("server/discover")
+    with TestClient(app, base_url="http://10.1.2.3:8765") as client:
+        response = client.post("/mcp", content=body, headers={**headers, "Host": 'a"b'})
+
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://0.0.0.0:8765/.well-known/oauth-protected-resource/mcp"'
+    )

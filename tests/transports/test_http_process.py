@@ -27,7 +27,12 @@ from notes_server.config import (
 )
 from notes_server.security.tokens import create_token
 from notes_server.tools.services import Services
-from notes_server.transports.http_server import create_http_app, startup_problem
+from notes_server.transports.http_server import (
+    StartupError,
+    create_http_app,
+    prepare,
+    startup_problem,
+)
 
 WS = "file:///home/alice/notes"
 FORM = {"elicitation": {"form": {}}}
@@ -167,6 +172,9 @@ def test_a_server_database_without_state_keys_is_refused(tmp_path: Path) -> None
         ({"auth": "none", "host": "0.0.0.0"}, "--auth none is only allowed on a loopback host"),
         ({"jwt_issuer": "https://i.example"}, "must be given together"),
         ({"workers": 0}, "--workers must be at least 1"),
+        ({"public_url": "ftp://notes.example"}, "--public-url must be an http(s) URL"),
+        ({"public_url": 'https://a"b'}, "--public-url must be an http(s) URL"),
+        ({"jwt_issuer": "i", "jwt_audience": "a", "jwt_jwks": "f", "auth": "none"}, "--auth token"),
     ],
 )
 def test_unsafe_configurations_are_named(
@@ -218,3 +226,17 @@ def test_a_stuck_handler_is_answered_with_503_when_the_request_times_out(
 
     assert response.status_code == 503
     assert response.json()["error"] == {"code": -32603, "message": "Request timed out"}
+
+
+@pytest.mark.parametrize(
+    "jwks", ['{"keys": []}', "not json", '{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}']
+)
+def test_an_unusable_jwks_file_is_refused_at_start(
+    tmp_path: Path, settings: Settings, jwks: str
+) -> None:
+    path = tmp_path / "jwks.json"
+    path.write_text(jwks)
+    http = HttpSettings(jwt_issuer="https://i.example", jwt_audience="a", jwt_jwks=str(path))
+
+    with pytest.raises(StartupError, match="JWKS file"):
+        prepare(settings, http)
