@@ -9,19 +9,29 @@ mutate, audit, commit. Any failure inside rolls the whole transaction back, nonc
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import secrets
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from notes_server.capabilities import allows_form_elicitation
-from notes_server.errors import InvalidParams, MissingCapability, StateRejected, ToolFailure
+from notes_server.errors import InvalidParams, StateRejected, ToolFailure
 from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
+from notes_server.tools.confirm_form import (
+    INVALID_CONFIRMATION,
+    MAX_CANDIDATES,
+    Action,
+    answer_digest,
+    args_digest,
+    chosen_note,
+    form_message,
+    form_schema,
+    output_schema_for,
+    require_form_elicitation,
+)
 from notes_server.tools.scope import authorize, contain
-from notes_server.tools.views import TITLE, WORKSPACE_URI, iso, schema
+from notes_server.tools.views import TITLE, WORKSPACE_URI, schema
+
+__all__ = ["Action", "ConfirmedAction", "output_schema_for"]
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -29,55 +39,7 @@ if TYPE_CHECKING:
     from notes_server.security.state import StateSealer
     from notes_server.store.notes import NoteRecord
 
-MAX_CANDIDATES = 10
 PRUNE_MARGIN = timedelta(minutes=10)
-INVALID_CONFIRMATION = "Invalid confirmation: choose one of the offered notes and confirm it"
-REQUIRED_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """What distinguishes one confirmed action from another; never shared between tools."""
-
-    tool: str
-    input_key: str
-    phase: str
-    verb: str
-    flag: str
-    done: str
-    confirm_title: str
-
-
-def args_digest(tool: str, workspace: str, title: str) -> str:
-    material = json.dumps([tool, workspace, title], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(material.encode()).hexdigest()
-
-
-def answer_digest(note_id: str) -> str:
-    return hashlib.sha256(json.dumps([note_id, True]).encode()).hexdigest()
-
-
-def require_form_elicitation(capabilities: dict[str, Any]) -> None:
-    if not allows_form_elicitation(capabilities):
-        raise MissingCapability(
-            "This tool asks the user to confirm in a form: the request must declare the "
-            "elicitation capability with form mode",
-            {"requiredCapabilities": copy.deepcopy(REQUIRED_CAPABILITIES)},
-        )
-
-
-def output_schema_for(action: Action) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            action.flag: {"type": "boolean"},
-            "outcome": {"type": "string", "enum": [action.done, "declined", "cancelled"]},
-            "noteId": {"type": "string"},
-            "title": {"type": "string"},
-            "uri": {"type": "string"},
-        },
-        "required": [action.flag, "outcome"],
-    }
 
 
 class ConfirmedAction(Tool):
@@ -112,7 +74,7 @@ class ConfirmedAction(Tool):
         if kind == "decline":
             return self.decline(ctx, args, claims)
         if kind == "accept":
-            return self.accept(ctx, args, claims, self.chosen(answer, claims))
+            return self.accept(ctx, args, claims, chosen_note(answer, claims))
         raise InvalidParams(INVALID_CONFIRMATION)
 
     # -- round 1 --------------------------------------------------------------------------
@@ -146,38 +108,13 @@ class ConfirmedAction(Tool):
             "method": "elicitation/create",
             "params": {
                 "mode": "form",
-                "message": self.message(args["title"], workspace.uri, shown, len(found)),
-                "requestedSchema": self.form(shown),
+                "message": form_message(
+                    self.action, args["title"], workspace.uri, shown, len(found)
+                ),
+                "requestedSchema": form_schema(self.action, shown),
             },
         }
         return InputRequired({self.action.input_key: request}, state)
-
-    def message(self, title: str, workspace: str, shown: list[NoteRecord], found: int) -> str:
-        verb = self.action.verb
-        if found > len(shown):
-            count = (
-                f"More than {len(shown)} notes titled {title!r} match in {workspace}; showing the "
-                f"{len(shown)} most recently updated (use a more specific title to see others)."
-            )
-        elif found == 1:
-            count = f"One note titled {title!r} matches in {workspace}."
-        else:
-            count = f"{found} notes titled {title!r} match in {workspace}."
-        return f"{count} Choose the note to {verb} and confirm."
-
-    def form(self, shown: list[NoteRecord]) -> dict[str, Any]:
-        choices = [
-            {"const": n.id, "title": f"{n.title} — {n.path} (updated {iso(n.updated_at)})"}
-            for n in shown
-        ]
-        return {
-            "type": "object",
-            "properties": {
-                "note_id": {"type": "string", "title": "Note", "oneOf": choices},
-                "confirm": {"type": "boolean", "title": self.action.confirm_title},
-            },
-            "required": ["note_id", "confirm"],
-        }
 
     # -- round 2 --------------------------------------------------------------------------
 
@@ -211,17 +148,6 @@ class ConfirmedAction(Tool):
         if not isinstance(claims.get("c"), list) or not isinstance(claims.get("n"), str):
             raise StateRejected("state payload is incomplete")
         return claims
-
-    def chosen(self, answer: dict[str, Any], claims: dict[str, Any]) -> str:
-        """Validate an accept answer against the form that was asked: never infer consent."""
-        content = answer.get("content")
-        if not isinstance(content, dict) or set(content) != {"note_id", "confirm"}:
-            raise InvalidParams(INVALID_CONFIRMATION)
-        note_id, confirm = content["note_id"], content["confirm"]
-        sealed_ids = {entry[0] for entry in claims["c"]}
-        if confirm is not True or not isinstance(note_id, str) or note_id not in sealed_ids:
-            raise InvalidParams(INVALID_CONFIRMATION)
-        return note_id
 
     def finished(self, outcome: str, **extra: Any) -> ToolResult:
         return ToolResult(
