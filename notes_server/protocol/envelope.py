@@ -119,6 +119,9 @@ class EncodedResult(dict[str, Any]):
         super().__init__(body)
         self.encoded = _dump(body)
 
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        return dict, (dict(self),)  # copy/deepcopy/pickle give a plain, mutable dict
+
     def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("an EncodedResult is read-only; copy it to change it")
 

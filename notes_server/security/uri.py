@@ -19,7 +19,7 @@ The module is pure: no I/O and no file-system access.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from notes_server.errors import UriError
@@ -58,18 +58,19 @@ class WorkspaceUri:
     """A validated workspace root; equal roots have equal ``segments``."""
 
     segments: tuple[str, ...]
+    _uri: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Validate on construction so no code path can hold an unchecked root."""
         if not isinstance(self.segments, tuple):
             raise UriError("segments must be a tuple")
         _check_segments(self.segments)
-        _check_length(_build_uri(self.segments))
+        object.__setattr__(self, "_uri", _check_length(_build_uri(self.segments)))
 
     @property
     def uri(self) -> str:
         """Canonical string form; parsing it yields an equal ``WorkspaceUri``."""
-        return _build_uri(self.segments)
+        return self._uri
 
     def contains(self, target: WorkspaceUri | tuple[str, ...]) -> bool:
         """True iff ``target`` lies strictly below this root (a note is never the root)."""
@@ -83,7 +84,8 @@ class WorkspaceUri:
             raise UriError("note path must be a non-empty tuple")
         combined = self.segments + path
         _check_segments(combined)
-        return _check_length(_build_uri(combined))
+        # == _build_uri(combined): the root's canonical text is already known.
+        return _check_length(self._uri + "/" + "/".join(quote(s, safe=_SAFE) for s in path))
 
 
 def parse_workspace_uri(text: str) -> WorkspaceUri:

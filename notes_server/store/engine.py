@@ -8,12 +8,13 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Executable, create_engine, event
+from sqlalchemy.sql.compiler import SQLCompiler
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "notes_server_write"
@@ -75,14 +76,47 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def pysqlite(conn: Connection) -> sqlite3.Connection | None:
-    """The stdlib sqlite3 connection under `conn` (same transaction), else None.
+class FastRead:
+    """A read-only Core statement that, on SQLite, runs straight on the pysqlite connection.
 
-    For the few single-row reads that run on every tool call (grant lookup, note by id):
-    through the DBAPI they cost a tenth of a Core execution. Callers keep a Core path for other
-    databases and must convert values the way the column types would (see notes.NoteRecord).
+    For the reads on every tool call (grant lookup, note by id, title match, search): sent
+    through the DBAPI with the SQL text and bind values SQLAlchemy itself would send (compiled
+    once), they cost a fraction of a Core execution, inside the same transaction. Only for
+    statements whose bound values need no type processing (text, numbers, booleans). Rows come
+    back as the driver returns them (SQLite: DateTime as ISO text, Boolean as 0/1), so callers
+    convert values as the column types would; other databases go through Core unchanged.
     """
-    if conn.dialect.name != "sqlite" or conn.dialect.driver != "pysqlite":
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._compiled: SQLCompiler | None = None
+
+    def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        raw = _pysqlite(conn)
+        if raw is None:
+            return conn.execute(self.statement, dict(values)).all()
+        return raw.execute(*self._sql(conn, values)).fetchall()
+
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
+        raw = _pysqlite(conn)
+        if raw is None:
+            return conn.execute(self.statement, dict(values)).first()
+        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
+        return row
+
+    def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
+            self._compiled = compiled
+        params = compiled.construct_params(dict(values))
+        return compiled.string, [params[name] for name in compiled.positiontup or ()]
+
+
+def _pysqlite(conn: Connection) -> sqlite3.Connection | None:
+    """The stdlib sqlite3 connection under `conn` (same transaction), else None."""
+    dialect = conn.dialect
+    if dialect.name != "sqlite" or dialect.driver != "pysqlite" or not dialect.positional:
         return None
     driver = conn.connection.driver_connection
     return driver if isinstance(driver, sqlite3.Connection) else None

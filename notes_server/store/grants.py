@@ -8,16 +8,17 @@ from typing import cast
 
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 
-from notes_server.store.engine import pysqlite
+from notes_server.store.engine import FastRead
 from notes_server.store.models import WorkspaceGrant
 
 grants = cast(Table, WorkspaceGrant.__table__)
 ROLES = ("read", "write")
-# Built once: role_for runs on every tool call (the SQL text is the same statement, for SQLite).
-_ROLE = select(grants.c.role).where(
-    grants.c.principal == bindparam("principal"), grants.c.workspace == bindparam("workspace")
+# Built once: role_for runs on every tool call.
+_ROLE = FastRead(
+    select(grants.c.role).where(
+        grants.c.principal == bindparam("principal"), grants.c.workspace == bindparam("workspace")
+    )
 )
-_ROLE_SQL = "SELECT role FROM workspace_grants WHERE principal = ? AND workspace = ?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +31,8 @@ class Grant:
 
 def role_for(conn: Connection, principal: str, workspace: str) -> str | None:
     """The principal's role on exactly this canonical workspace, or None (deny by default)."""
-    raw = pysqlite(conn)
-    if raw is not None:
-        row = raw.execute(_ROLE_SQL, (principal, workspace)).fetchone()
-        return None if row is None else str(row[0])
-    return conn.execute(
-        _ROLE, {"principal": principal, "workspace": workspace}
-    ).scalar_one_or_none()
+    row = _ROLE.first(conn, {"principal": principal, "workspace": workspace})
+    return None if row is None else str(row[0])
 
 
 def upsert(conn: Connection, principal: str, workspace: str, role: str, now: datetime) -> bool:

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from notes_server.store.engine import pysqlite
+from notes_server.store.engine import FastRead
 from notes_server.store.models import FTS_TABLE, Note
 
 notes = cast(Table, Note.__table__)
@@ -48,13 +48,11 @@ _COLUMNS = (
     notes.c.archived_at,
 )
 # The hot statements are built once, with bind parameters: building and cache-keying a Core
-# statement on every call cost more than running it.
-_GET_NOTE = select(*_COLUMNS).where(
-    notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
-)
-_GET_NOTE_SQL = (
-    "SELECT id, workspace, path, title, body, created_at, updated_at, version, archived,"
-    " archived_at FROM notes WHERE id = ? AND workspace = ?"
+# statement on every call cost more than running it (reads also skip Core on SQLite: FastRead).
+_GET_NOTE = FastRead(
+    select(*_COLUMNS).where(
+        notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
+    )
 )
 # Found through the (workspace, title_key) index in a subquery: given the whole filter,
 # SQLite's planner (no ANALYZE statistics) picks the (workspace, updated_at) index to skip
@@ -64,13 +62,15 @@ _TITLE_MATCHES = select(notes.c.seq).where(
 )
 _NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
 _BY_TITLE = {
-    archived_filter: select(*_COLUMNS)
-    .where(
-        notes.c.seq.in_(_TITLE_MATCHES),
-        *([notes.c.archived == bindparam("archived")] if archived_filter else []),
+    archived_filter: FastRead(
+        select(*_COLUMNS)
+        .where(
+            notes.c.seq.in_(_TITLE_MATCHES),
+            *([notes.c.archived == bindparam("archived")] if archived_filter else []),
+        )
+        .order_by(*_NEWEST_FIRST)
+        .limit(bindparam("limit"))
     )
-    .order_by(*_NEWEST_FIRST)
-    .limit(bindparam("limit"))
     for archived_filter in (False, True)
 }
 _DELETE = delete(notes).where(
@@ -96,9 +96,9 @@ class NoteRecord:
         return cls(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9])
 
     @classmethod
-    def from_sqlite(cls, row: Sequence[Any]) -> NoteRecord:
-        """From a raw pysqlite row: convert as SQLAlchemy's SQLite types do (DateTime text via
-        datetime.fromisoformat, Boolean 0/1 via bool)."""
+    def from_driver_row(cls, row: Sequence[Any]) -> NoteRecord:
+        """From a FastRead row: converts driver values as SQLAlchemy's SQLite types do
+        (DateTime text via datetime.fromisoformat, Boolean 0/1 via bool); typed values pass."""
         return cls(
             row[0],
             row[1],
@@ -163,12 +163,8 @@ def insert_note(
 
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
-    raw = pysqlite(conn)
-    if raw is not None:
-        found = raw.execute(_GET_NOTE_SQL, (note_id, workspace)).fetchone()
-        return None if found is None else NoteRecord.from_sqlite(found)
-    row = conn.execute(_GET_NOTE, {"note_id": note_id, "workspace": workspace}).first()
-    return None if row is None else NoteRecord.from_row(row)
+    row = _GET_NOTE.first(conn, {"note_id": note_id, "workspace": workspace})
+    return None if row is None else NoteRecord.from_driver_row(row)
 
 
 def get_note_by_path(conn: Connection, workspace: str, path: str) -> NoteRecord | None:
@@ -182,11 +178,11 @@ def find_by_title(
     conn: Connection, workspace: str, title: str, *, archived: bool | None, limit: int
 ) -> list[NoteRecord]:
     """Notes whose title matches case-insensitively, newest first."""
-    params = {"workspace": workspace, "title_key": title_key(title), "limit": limit}
+    params: dict[str, Any] = {"workspace": workspace, "title_key": title_key(title), "limit": limit}
     if archived is not None:
         params["archived"] = archived
-    rows = conn.execute(_BY_TITLE[archived is not None], params)
-    return [NoteRecord.from_row(r) for r in rows]
+    rows = _BY_TITLE[archived is not None].all(conn, params)
+    return [NoteRecord.from_driver_row(r) for r in rows]
 
 
 def update_fields(
@@ -214,23 +210,25 @@ def delete_note(conn: Connection, note: NoteRecord) -> bool:
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
-def _search_statements() -> tuple[dict[bool, Any], dict[bool, Any]]:
+def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead]]:
     """(most recent first, FTS5 ranked) statements, keyed by include_archived."""
     recent, ranked = {}, {}
-    rank = func.bm25(_fts.c.notes_fts, 10.0, 1.0)
+    # Ordered by the label: a second bm25() call in ORDER BY, with its own bound weights,
+    # would be scored again for every match.
+    rank = func.bm25(_fts.c.notes_fts, 10.0, 1.0).label("score")
     snip = func.snippet(_fts.c.notes_fts, 1, "**", "**", "…", 12)
     for include_archived in (False, True):
         conditions = [notes.c.workspace == bindparam("workspace")]
         if not include_archived:
             conditions.append(notes.c.archived.is_(False))
-        recent[include_archived] = (
+        recent[include_archived] = FastRead(
             select(*_COLUMNS, notes.c.body)
             .where(and_(*conditions))
             .order_by(*_NEWEST_FIRST)
             .limit(bindparam("limit"))
             .offset(bindparam("offset"))
         )
-        ranked[include_archived] = (
+        ranked[include_archived] = FastRead(
             select(*_COLUMNS, snip, rank)
             .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
             .where(_fts.c.notes_fts.op("MATCH")(bindparam("match")), *conditions)
@@ -267,15 +265,15 @@ def search(
         return []
     params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
     if match is None:
-        rows = conn.execute(_RECENT[include_archived], params)
-        return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
+        rows = _RECENT[include_archived].all(conn, params)
+        return [SearchHit(NoteRecord.from_driver_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
     if conn.dialect.name != "sqlite":
         conditions = [notes.c.workspace == workspace]
         if not include_archived:
             conditions.append(notes.c.archived.is_(False))
         return _search_like(conn, conditions, query or "", limit, offset)
-    rows = conn.execute(_RANKED[include_archived], {**params, "match": match})
-    return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
+    rows = _RANKED[include_archived].all(conn, {**params, "match": match})
+    return [SearchHit(NoteRecord.from_driver_row(r), r[10] or "", float(r[11])) for r in rows]
 
 
 def _search_like(

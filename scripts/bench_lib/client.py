@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_lib.common import WORKSPACE, StdioServer, check_reply, tool_call
+from bench_lib.common import WORKSPACE, StdioServer, check_reply, cpu_seconds, tool_call
 
 
 @dataclass
@@ -23,6 +23,7 @@ class LockstepResult:
     count: int
     elapsed_s: float
     latencies_us: list[float]
+    server_cpu_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -38,6 +39,7 @@ def lockstep(
     latencies: list[int] = []
     sampled: list[tuple[bytes, bytes]] = []
     n = len(payloads)
+    cpu_before = cpu_seconds(server.pid)
     started = clock()
     deadline = started + int(seconds * 1e9)
     i = 0
@@ -56,9 +58,10 @@ def lockstep(
             sampled.append((payload, line))
         i += 1
     elapsed = (now - started) / 1e9
+    server_cpu = cpu_seconds(server.pid) - cpu_before
     for payload, line in sampled:
         check_reply(line, expect_id=json.loads(payload)["id"])
-    return LockstepResult(i, elapsed, [x / 1000 for x in latencies])
+    return LockstepResult(i, elapsed, [x / 1000 for x in latencies], server_cpu)
 
 
 def pipelined(server: StdioServer, payloads: Sequence[bytes]) -> float:

@@ -80,7 +80,7 @@ def run(results: Results, db: str, workdir: Path, *, reps: int, first_calls: lis
                     False,
                     samples[name],
                     peer,
-                    target="ours ≥ 4× faster" if target_factor else "",
+                    target="ours ≥ 4x faster" if target_factor else "",
                     target_factor=target_factor,
                 )
             )

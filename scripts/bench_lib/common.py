@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,9 @@ PEER_STATE_KEY = secrets.token_hex(32)
 
 OURS = "ours"
 PEER = "peer"
+NEUTRAL_CWD = tempfile.gettempdir()
+# `--ours-src DIR`: run notes-server from another source tree (before/after comparisons).
+SOURCE_OVERRIDE: dict[str, str] = {}
 
 
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -41,6 +46,8 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["NOTES_SERVER_STATE_KEYS"] = OUR_STATE_KEYS
     env["SDK_PEER_STATE_KEY"] = PEER_STATE_KEY
     env.pop("PYTHONPATH", None)
+    if "ours" in SOURCE_OVERRIDE:
+        env["PYTHONPATH"] = SOURCE_OVERRIDE["ours"]
     # Run from bytecode caches, as installed packages do (this machine sets the variable
     # globally, which would make every server start recompile its own sources).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -74,7 +81,9 @@ def request(request_id: int | str, method: str, params: Mapping[str, Any] | None
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def tool_call(request_id: int | str, name: str, arguments: Mapping[str, Any], **extra: Any) -> bytes:
+def tool_call(
+    request_id: int | str, name: str, arguments: Mapping[str, Any], **extra: Any
+) -> bytes:
     return request(request_id, "tools/call", {"name": name, "arguments": dict(arguments), **extra})
 
 
@@ -117,7 +126,9 @@ class StdioServer:
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             env=dict(env) if env is not None else server_env(),
-            cwd=ROOT,
+            # Not the repository: `python -m` puts the working directory first on sys.path,
+            # which would shadow `--ours-src`.
+            cwd=NEUTRAL_CWD,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin = self.proc.stdin
@@ -145,10 +156,8 @@ class StdioServer:
         return peak_rss_kib(self.pid)
 
     def close(self) -> int:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             self.stdin.close()
-        except BrokenPipeError:
-            pass
         try:
             code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -164,6 +173,21 @@ class StdioServer:
     def __exit__(self, *exc: object) -> None:
         if self.proc.returncode is None:
             self.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg", encoding="ascii") as source:
+            return " ".join(source.read().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def peak_rss_kib(pid: int) -> int | None:

@@ -167,6 +167,7 @@ def cached(cache_dir: Path, notes: int) -> DatasetInfo:
     meta = cache_dir / f"{stem}.json"
     if path.exists() and meta.exists():
         info = json.loads(meta.read_text())
+        info["path"] = str(path.resolve())
         info["generated_now"] = False
         return DatasetInfo(**info)
     tmp = cache_dir / f"{stem}.tmp-{os.getpid()}.db"
@@ -174,7 +175,7 @@ def cached(cache_dir: Path, notes: int) -> DatasetInfo:
         leftover.unlink(missing_ok=True)
     load_s, index_s = build(tmp, notes)
     os.replace(tmp, path)
-    info = DatasetInfo(str(path), notes, load_s, index_s, path.stat().st_size, True)
+    info = DatasetInfo(str(path.resolve()), notes, load_s, index_s, path.stat().st_size, True)
     meta.write_text(json.dumps(asdict(info)))
     return info
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from bench_lib.common import (
+    NEUTRAL_CWD,
     OURS,
     PEER,
     VENV_PY,
@@ -22,8 +23,8 @@ from bench_lib.common import (
     check_reply,
     log,
     ours_cmd,
-    peer_cmd,
     peak_rss_kib,
+    peer_cmd,
     percentile,
     read_call,
     request,
@@ -87,12 +88,19 @@ class HttpServer:
             cmd = peer_cmd(db, extra=extra)
         self._log = logfile.open("ab")
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=self._log, env=server_env(), stdin=subprocess.DEVNULL
+            cmd,
+            stdout=self._log,
+            stderr=self._log,
+            env=server_env(),
+            stdin=subprocess.DEVNULL,
+            cwd=NEUTRAL_CWD,
         )
         deadline = time.time() + 60
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{impl} HTTP server exited ({self.proc.returncode}); see {logfile}")
+                raise RuntimeError(
+                    f"{impl} HTTP server exited ({self.proc.returncode}); see {logfile}"
+                )
             try:
                 status, data = _post(self.port, request(1, "server/discover"))
                 if status == 200:
@@ -171,7 +179,7 @@ def run(
             servers[OURS] = HttpServer(OURS, db, count, logfile)
             servers[PEER] = HttpServer(PEER, db, count, logfile)
             for server in servers.values():
-                status, data = _post(server.port, read_call(1, note_ids(db, 1)[0]))
+                _status, data = _post(server.port, read_call(1, note_ids(db, 1)[0]))
                 check_reply(data)
                 _load(server.port, body_file, clients, min(0.5, seconds))  # warm-up
             rps = {OURS: Measure(), PEER: Measure()}

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench_lib import coldstart, datasets, deletes, http_bench, report, search, stdio_rates
-from bench_lib.common import ROOT, log
+from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
 SUITES = ("cold", "stdio", "deletes", "search", "http")
@@ -103,6 +103,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only", default=",".join(SUITES), help=f"comma-separated subset of {', '.join(SUITES)}"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a summary written by an earlier run (bench-results/last-run.json); the report "
+        "gets a before/after table of notes-server's figures (e.g. docs/bench/before-changes.json)",
+    )
+    parser.add_argument(
+        "--ours-src",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run notes-server from the `notes_server` package under DIR (put first on "
+        "PYTHONPATH) instead of the installed one, e.g. a copy of an older revision",
+    )
     return parser.parse_args(argv)
 
 
@@ -120,12 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         md_path, plot_path = ROOT / "BENCHMARKS.md", report.default_plot_path()
     results = Results(quick=args.quick)
+    if args.baseline is not None:
+        results.raw["baseline"] = json.loads(args.baseline.read_text(encoding="utf-8"))
+        results.raw["baseline_path"] = str(args.baseline)
+    if args.ours_src is not None:
+        SOURCE_OVERRIDE["ours"] = str(args.ours_src.resolve())
+        results.notes.append(f"notes-server ran from `{args.ours_src}` (`--ours-src`).")
+    results.raw["loadavg_start"] = loadavg()
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="notes-bench-"))
     try:
         _run(results, plan, only, args.cache_dir, workdir)
     finally:
         results.timings["total"] = time.perf_counter() - started
+        results.raw["loadavg_end"] = loadavg()
         wrote_plot = report.write_plot(results, plot_path)
         shown = [a for a in argv if not a.startswith("--out") and a != str(args.out)]
         report.write_markdown(results, md_path, plot_path if wrote_plot else None, shown)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from pathlib import Path
 
-from bench_lib.common import OURS, PEER, ROOT
+from bench_lib.common import OURS, PEER, ROOT, Measure
 from bench_lib.machine import describe
 from bench_lib.results import Results, Row, fmt
 
@@ -15,13 +16,10 @@ HISTORY = Path(__file__).resolve().parent / "history.md"
 METHOD = Path(__file__).resolve().parent / "method.md"
 
 
-def _spread(row_measure: object) -> str:
-    from bench_lib.common import Measure
-
-    assert isinstance(row_measure, Measure)
+def _spread(row_measure: Measure) -> str:
     if not row_measure.trials:
         return "—"
-    return f"{fmt(row_measure.low)}–{fmt(row_measure.high)}"
+    return f"{fmt(row_measure.low)}-{fmt(row_measure.high)}"
 
 
 def _verdict(met: bool | None) -> str:
@@ -38,8 +36,8 @@ def _main_table(rows: list[Row]) -> list[str]:
                 "",
                 f"### {section}",
                 "",
-                "| measurement | unit | ours (median) | ours min–max | peer (median) | "
-                "peer min–max | peer ÷ ours | ours better by | target |",
+                "| measurement | unit | ours (median) | ours min-max | peer (median) | "
+                "peer min-max | peer ÷ ours | ours better by | target |",
                 "|---|---|---:|---:|---:|---:|---:|---:|---|",
             ]
         peer = row.peer
@@ -49,7 +47,7 @@ def _main_table(rows: list[Row]) -> list[str]:
             f"| {row.name} | {row.unit} | {fmt(row.ours.median)} | {_spread(row.ours)} | "
             f"{fmt(peer.median) if peer else '—'} | {_spread(peer) if peer else '—'} | "
             f"{fmt(row.peer_over_ours) if peer else '—'} | "
-            f"{f'{advantage:.1f}×' if advantage else '—'} | {target} |"
+            f"{f'{advantage:.1f}x' if advantage else '—'} | {target} |"
         )
     return lines
 
@@ -59,12 +57,51 @@ def _targets(results: Results) -> list[str]:
     for row in results.rows:
         if row.target_factor is None:
             continue
-        advantage = f"{row.advantage:.1f}×" if row.advantage else "—"
+        advantage = f"{row.advantage:.1f}x" if row.advantage else "—"
         lines.append(
             f"| {row.section}: {row.name}: {row.target} | {advantage} | {_verdict(row.met)} |"
         )
     for check in results.checks:
         lines.append(f"| {check.target} | {check.value} | {_verdict(check.met)} |")
+    return lines
+
+
+def _before_after(results: Results) -> list[str]:
+    """notes-server's medians in a baseline run (older code) against this run."""
+    baseline = results.raw.get("baseline")
+    if not baseline:
+        return []
+    before = {(r["section"], r["name"]): r for r in baseline.get("rows", [])}
+    lines = [
+        "",
+        "## Before / after the product changes",
+        "",
+        f"Before: `{results.raw.get('baseline_path')}`, a run of this script on the code before "
+        "the changes listed below (same machine, same session, `--ours-src`); after: this run. "
+        "Medians of notes-server's trials; the peer's median from this run for scale.",
+        "",
+        "| measurement | unit | before | after | change | peer (now) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    skip = ("raw sqlite3", "SQLite alone", "echo", "workers")
+    for row in results.rows:
+        old = before.get((row.section, row.name))
+        if old is None or not old.get("ours") or any(s in row.name for s in skip):
+            continue
+        was = statistics.median(old["ours"])
+        now = row.ours.median
+        if not was or not now:
+            continue
+        gain = now / was if row.higher_is_better else was / now
+        peer = fmt(row.peer.median) if row.peer else "—"
+        section = row.section.split(" (")[0].split(",")[0]
+        if 0.95 <= gain <= 1.05:
+            change = "same (±5%)"
+        else:
+            change = f"{gain:.1f}x better" if gain > 1 else f"{1 / gain:.1f}x worse"
+        lines.append(
+            f"| {section}: {row.name} | {row.unit} | {fmt(was)} | {fmt(now)} | {change} | {peer} |"
+        )
     return lines
 
 
@@ -95,6 +132,8 @@ def write_markdown(results: Results, path: Path, plot: Path | None, argv: list[s
         "| | |",
         "|---|---|",
         *[f"| {k} | {v} |" for k, v in describe()],
+        f"| load average (1, 5, 15 min) | {results.raw.get('loadavg_start', '?')} at start, "
+        f"{results.raw.get('loadavg_end', '?')} at end (the machine is shared) |",
         "",
         "## Targets",
         "",
@@ -103,7 +142,7 @@ def write_markdown(results: Results, path: Path, plot: Path | None, argv: list[s
         "## Results",
         "",
         "Medians over alternating trials (ours, peer, peer, ours, …; warm-up excluded); "
-        "min–max is the spread of the per-trial values. *peer ÷ ours* is the literal ratio of "
+        "min-max is the spread of the per-trial values. *peer ÷ ours* is the literal ratio of "
         "the two medians; *ours better by* orients it so that > 1 always means notes-server "
         "is better (faster, or more per second).",
         *_main_table(results.rows),
@@ -121,6 +160,7 @@ def write_markdown(results: Results, path: Path, plot: Path | None, argv: list[s
             "|---|---:|---:|",
             *[f"| {label} | {_mib(o)} | {_mib(p)} |" for label, o, p in results.memory],
         ]
+    lines += _before_after(results)
     if plot is not None:
         rel = os.path.relpath(plot, path.parent)
         lines += ["", "## Latency distributions", "", f"![latency distributions]({rel})"]
@@ -145,6 +185,7 @@ def write_plot(results: Results, path: Path) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, NullFormatter
     except ImportError:
         return False
     panels = [(name, data) for name, data in results.plots.items() if any(data.values())]
@@ -166,6 +207,8 @@ def write_plot(results: Results, path: Path) -> bool:
             ys = [(i + 1) / len(values) for i in range(len(values))]
             ax.step(values, ys, where="post", color=colors[impl], label=labels[impl])
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(name, fontsize=9)
         ax.set_ylim(0, 1.0)
         ax.grid(True, which="both", alpha=0.25)

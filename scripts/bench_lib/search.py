@@ -2,15 +2,56 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
+import time
 from pathlib import Path
 
 from bench_lib import client
-from bench_lib.common import OURS, PEER, Measure, StdioServer, log, ours_cmd, peer_cmd, percentile
+from bench_lib.common import (
+    OURS,
+    PEER,
+    WORKSPACE,
+    Measure,
+    StdioServer,
+    log,
+    ours_cmd,
+    peer_cmd,
+    percentile,
+)
 from bench_lib.common import search_call as call
 from bench_lib.datasets import DatasetInfo, queries
 from bench_lib.results import Check, Results, Row
 
 SECTION = "Search (`notes_search`, FTS5 bm25 + snippet, 20 hits) end to end over stdio"
+# The statement both servers run for a ranked search, executed in-process: the SQLite floor.
+FLOOR_SQL = (
+    "SELECT n.id, n.workspace, n.path, n.title, n.body, n.created_at, n.updated_at, n.version,"
+    " n.archived, n.archived_at, snippet(notes_fts, 1, '**', '**', '…', 12),"
+    " bm25(notes_fts, 10.0, 1.0) FROM notes n JOIN notes_fts ON notes_fts.rowid = n.seq"
+    " WHERE notes_fts MATCH ? AND n.workspace = ? AND n.archived = 0"
+    " ORDER BY bm25(notes_fts, 10.0, 1.0), n.id LIMIT 21"
+)
+
+
+def _sqlite_floor(path: str, texts: list[str], trials: int) -> tuple[Measure, Measure]:
+    """p50 and p99 (ms) of the ranked statement alone, stdlib sqlite3, same queries."""
+    matches = [" ".join(f'"{w}"*' for w in re.findall(r"\w+", t)[:16]) for t in texts]
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    p50, p99 = Measure(), Measure()
+    try:
+        for trial in range(trials + 1):
+            lat = []
+            for match in matches:
+                started = time.perf_counter()
+                conn.execute(FLOOR_SQL, (match, WORKSPACE)).fetchall()
+                lat.append((time.perf_counter() - started) * 1000)
+            if trial:  # the first pass is the warm-up
+                p50.trials.append(percentile(lat, 50))
+                p99.trials.append(percentile(lat, 99))
+    finally:
+        conn.close()
+    return p50, p99
 
 
 def run(
@@ -22,7 +63,8 @@ def run(
     query_count: int,
 ) -> None:
     logfile = workdir / "search.log"
-    payloads = [call(i, q) for i, q in enumerate(queries(query_count))]
+    texts = queries(query_count)
+    payloads = [call(i, q) for i, q in enumerate(texts)]
     table = []
     for info in datasets:
         log(f"search at {info.notes:,} notes: {trials} trials x {query_count} queries, alternating")
@@ -53,9 +95,28 @@ def run(
         finally:
             for server in servers.values():
                 server.close()
+        floor50, floor99 = _sqlite_floor(info.path, texts, trials)
         size = f"{info.notes:,} notes"
         results.row(Row(SECTION, f"{size}: p50", "ms", False, p50[OURS], p50[PEER]))
         results.row(Row(SECTION, f"{size}: p99", "ms", False, p99[OURS], p99[PEER]))
+        results.row(
+            Row(
+                SECTION,
+                f"{size}: SQLite alone, same statement in-process, p50",
+                "ms",
+                False,
+                floor50,
+            )
+        )
+        results.row(
+            Row(
+                SECTION,
+                f"{size}: SQLite alone, same statement in-process, p99",
+                "ms",
+                False,
+                floor99,
+            )
+        )
         results.plot(f"search latency, {info.notes:,} notes (ms)", OURS, p50[OURS].samples)
         results.plot(f"search latency, {info.notes:,} notes (ms)", PEER, p50[PEER].samples)
         table.append(
@@ -66,6 +127,7 @@ def run(
                 f"{info.size_bytes / 2**20:,.0f} MiB",
                 f"{p50[OURS].median:.2f} / {p99[OURS].median:.2f} ms",
                 f"{p50[PEER].median:.2f} / {p99[PEER].median:.2f} ms",
+                f"{floor50.median:.2f} / {floor99.median:.2f} ms",
             ]
         )
         if info.notes >= 1_000_000:
@@ -76,7 +138,22 @@ def run(
                     p50[OURS].median < 5.0,
                 )
             )
+            results.checks.append(
+                Check(
+                    "(context) the same search statement in SQLite alone, in-process, at 1M notes",
+                    f"p50 {floor50.median:.2f} ms, p99 {floor99.median:.2f} ms",
+                    None,
+                )
+            )
     results.tables["Search databases (generated; load = executemany, index = FTS5 rebuild)"] = (
-        ["notes", "load", "FTS5 index build", "database size", "ours p50 / p99", "peer p50 / p99"],
+        [
+            "notes",
+            "load",
+            "FTS5 index build",
+            "database size",
+            "ours p50 / p99",
+            "peer p50 / p99",
+            "SQLite alone p50 / p99",
+        ],
         table,
     )

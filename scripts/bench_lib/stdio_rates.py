@@ -60,12 +60,15 @@ def run(
         log("lock-step warm-up")
         for server in (ours, peer):
             for kind_payloads in payloads.values():
-                client.lockstep(server, kind_payloads, seconds=0.0, max_count=len(kind_payloads))
-        client.lockstep(echo, payloads["tools/list"], seconds=0.0, max_count=200)
+                client.lockstep(
+                    server, kind_payloads * 2, seconds=60, max_count=2 * len(kind_payloads)
+                )
+        client.lockstep(echo, payloads["tools/list"], seconds=60, max_count=200)
         for kind, kind_payloads in payloads.items():
             log(f"lock-step {kind}: {trials} trials x {seconds}s per implementation, alternating")
             measures = {OURS: Measure(), PEER: Measure(), "echo": Measure()}
             latency = {OURS: Measure(), PEER: Measure(), "echo": Measure()}
+            cpu = {OURS: Measure(), PEER: Measure(), "echo": Measure()}
             for trial in range(trials):
                 order = [OURS, PEER] if trial % 2 == 0 else [PEER, OURS]
                 if kind == "tools/list":
@@ -75,6 +78,7 @@ def run(
                     outcome = client.lockstep(server, kind_payloads, seconds=seconds)
                     measures[impl].trials.append(outcome.rate)
                     latency[impl].trials.append(percentile(outcome.latencies_us, 50))
+                    cpu[impl].trials.append(1e6 * outcome.server_cpu_s / outcome.count)
                     latency[impl].samples.extend(outcome.latencies_us[:: max(1, trial + 1)])
             factor = TARGETS.get(kind)
             results.row(
@@ -85,12 +89,22 @@ def run(
                     True,
                     measures[OURS],
                     measures[PEER],
-                    target=f"ours ≥ {factor:g}× the peer" if factor else "",
+                    target=f"ours ≥ {factor:g}x the peer" if factor else "",
                     target_factor=factor,
                 )
             )
             results.row(
                 Row(SECTION, f"`{kind}` latency p50", "µs", False, latency[OURS], latency[PEER])
+            )
+            results.row(
+                Row(
+                    SECTION,
+                    f"`{kind}` server CPU per request (all threads)",
+                    "µs",
+                    False,
+                    cpu[OURS],
+                    cpu[PEER],
+                )
             )
             if kind in ("tools/list", "notes_read", "notes_search"):
                 results.plot(f"lock-step {kind} latency (µs)", OURS, latency[OURS].samples)
@@ -108,9 +122,9 @@ def run(
                 overhead = latency[OURS].median / latency["echo"].median
                 results.checks.append(
                     Check(
-                        "protocol overhead: our `tools/list` p50 latency within 3× of the bare "
+                        "protocol overhead: our `tools/list` p50 latency within 3x of the bare "
                         "echo process returning the same bytes",
-                        f"{overhead:.2f}× ({latency[OURS].median:.1f} µs vs "
+                        f"{overhead:.2f}x ({latency[OURS].median:.1f} µs vs "
                         f"{latency['echo'].median:.1f} µs)",
                         overhead <= 3.0,
                     )

@@ -334,8 +334,11 @@ def build_server(db_path: str, principal: str) -> MCPServer:
         try:
             workspace = authorize(conn, principal, workspace_uri, write=True)
             rows = conn.execute(
-                f"SELECT {NOTE_COLUMNS} FROM notes WHERE workspace = ? AND title_key = ?"
-                " AND archived = 0 ORDER BY updated_at DESC, id LIMIT ?",
+                # The same statement notes-server runs (its subquery keeps SQLite on the
+                # title index; see notes_server.store.notes.find_by_title).
+                f"SELECT {NOTE_COLUMNS} FROM notes WHERE seq IN (SELECT seq FROM notes"
+                " WHERE workspace = ? AND title_key = ?) AND archived = 0"
+                " ORDER BY updated_at DESC, id LIMIT ?",
                 (workspace, title_key(title), MAX_CANDIDATES),
             ).fetchall()
         finally:

@@ -1,0 +1,61 @@
+"""`scripts/bench --quick` runs end to end and writes its report and plot (not the numbers)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_EXTRA = ("mcp", "matplotlib", "numpy")
+MISSING = [name for name in BENCH_EXTRA if importlib.util.find_spec(name) is None]
+
+needs_bench_extra = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"the bench extra is not installed ({', '.join(MISSING)} missing): "
+    "`.venv/bin/pip install -e '.[bench]'` to run the benchmark smoke test",
+)
+
+
+@needs_bench_extra
+def test_quick_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench"),
+            "--quick",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = (out / "BENCHMARKS.md").read_text(encoding="utf-8")
+    for heading in ("## Machine", "## Targets", "## Results", "Reproduce", "latency.png"):
+        assert heading in report, f"BENCHMARKS.md lacks {heading!r}"
+    for measured in ("Cold start", "Lock-step", "Pipelined", "Confirmed delete", "Search"):
+        assert measured in report, f"BENCHMARKS.md has no {measured!r} results"
+    assert "HTTP" in report  # measured, or recorded as not available
+    plot = (out / "latency.png").read_bytes()
+    assert plot.startswith(b"\x89PNG"), "latency.png is not a PNG"
+
+
+def test_the_runtime_package_imports_no_benchmark_dependency() -> None:
+    probe = (
+        "import sys, notes_server.cli, notes_server.app, notes_server.store.notes, "
+        "notes_server.transports.stdio; "
+        f"print(sorted(m for m in {BENCH_EXTRA!r} if m in sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert completed.stdout.strip() == "[]"

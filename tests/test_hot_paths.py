@@ -1,0 +1,187 @@
+"""The performance shortcuts give exactly the answers of the paths they short-cut."""
+
+from __future__ import annotations
+
+import copy
+import json
+import string
+import subprocess
+import sys
+import unicodedata
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import Engine, update
+
+from notes_server.config import Settings
+from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.envelope import EncodedResult, encode_result
+from notes_server.security import uri
+from notes_server.store import grants, notes
+from notes_server.store.engine import read_tx, write_tx
+
+WS = "file:///home/alice/notes"
+NOW = datetime(2026, 3, 1, 12, 30, 15, 123456)
+PRINTABLE_ASCII = st.text(alphabet=st.sampled_from(string.printable[:95]), min_size=1)
+
+
+@given(PRINTABLE_ASCII)
+def test_printable_ascii_never_trips_the_unicode_segment_checks(segment: str) -> None:
+    """Why `_check_segment` may stop early for printable ASCII: none of its later checks can
+    refuse such a segment."""
+    assert not any(unicodedata.category(ch) in uri._FORBIDDEN_CATEGORIES for ch in segment)
+    assert unicodedata.is_normalized("NFC", segment)
+    assert not any(uri._is_lookalike(ch) for ch in segment)
+    assert unicodedata.normalize("NFKC", segment) == segment
+
+
+@pytest.mark.parametrize("control", [chr(i) for i in range(32)] + ["\x7f"])
+def test_ascii_control_characters_are_still_refused_in_segments(control: str) -> None:
+    with pytest.raises(uri.UriError):
+        uri.parse_note_path(f"a{control}b.md")
+
+
+@given(st.lists(PRINTABLE_ASCII.filter(lambda s: s not in (".", "..")), min_size=1, max_size=4))
+def test_note_uri_matches_building_it_from_all_segments(path: list[str]) -> None:
+    root = uri.parse_workspace_uri(WS)
+    segments = tuple(s.replace("/", "_").replace("\\", "_").replace("%", "_") for s in path)
+    assert root.note_uri(segments) == uri._build_uri(root.segments + segments)
+
+
+@pytest.mark.parametrize("request_id", [1, 0, -7, 2**70, "a", "é", "\ud800", 'q"\\'])
+def test_an_encoded_result_is_spliced_byte_for_byte(request_id: int | str) -> None:
+    body = {"resultType": "complete", "tools": [{"name": "é", "n": 1.5}], "_meta": {"k": None}}
+    assert encode_result(request_id, EncodedResult(body)) == encode_result(request_id, body)
+
+
+def test_an_encoded_result_cannot_be_changed_behind_its_bytes() -> None:
+    result = EncodedResult({"a": 1})
+    with pytest.raises(TypeError):
+        result["a"] = 2
+    with pytest.raises(TypeError):
+        result.update(b=3)
+    assert dict(result) == {"a": 1}
+    for copied in (copy.copy(result), copy.deepcopy(result)):
+        copied["a"] = 2  # copies are plain dicts
+        assert type(copied) is dict and result["a"] == 1
+
+
+def test_tools_list_and_discover_are_stamped_and_identical_every_time(
+    call: Callable[..., dict[str, Any]], server: McpServer
+) -> None:
+    first = call("tools/list", id=1)
+    again = call("tools/list", id="two")
+    assert again["id"] == "two" and again["result"] == first["result"]
+    names = [tool["name"] for tool in first["result"]["tools"]]
+    assert names == server.registry.names()
+    assert first["result"]["_meta"]["io.modelcontextprotocol/serverInfo"] == server.server_info
+    discover = call("server/discover")["result"]
+    assert discover["_meta"]["io.modelcontextprotocol/serverInfo"] == server.server_info
+    assert call("tools/list", {"cursor": "x"})["error"]["code"] == -32602
+
+
+def _seed(engine: Engine) -> list[notes.NoteRecord]:
+    created = []
+    with write_tx(engine) as conn:
+        grants.upsert(conn, "alice", WS, "read", NOW)
+        for i in range(30):
+            created.append(
+                notes.insert_note(
+                    conn, workspace=WS, path=f"d/{i}.md", title="Same Title", body="x", now=NOW
+                )
+            )
+        conn.execute(
+            update(notes.notes)
+            .where(notes.notes.c.id == created[3].id)
+            .values(archived=True, archived_at=NOW)
+        )
+    return created
+
+
+def test_the_sqlite_fast_reads_equal_the_core_reads(migrated_engine: Engine) -> None:
+    created = _seed(migrated_engine)
+    with read_tx(migrated_engine) as conn:
+        for note in [*created, None]:
+            note_id = "note_missing" if note is None else note.id
+            fast = notes.get_note(conn, WS, note_id)
+            core = notes._GET_NOTE.statement
+            row = conn.execute(core, {"note_id": note_id, "workspace": WS}).first()
+            assert fast == (None if row is None else notes.NoteRecord.from_row(row))
+        archived = notes.get_note(conn, WS, created[3].id)
+        assert archived is not None and archived.archived is True
+        assert archived.archived_at == NOW and archived.created_at == NOW
+        assert grants.role_for(conn, "alice", WS) == "read"
+        assert grants.role_for(conn, "bob", WS) is None
+        assert notes.get_note(conn, "file:///home/alice/other", created[0].id) is None
+
+
+def test_fast_search_reads_equal_the_core_reads(migrated_engine: Engine) -> None:
+    created = _seed(migrated_engine)
+    with write_tx(migrated_engine) as conn:
+        notes.update_fields(conn, created[5], now=NOW, body="alpha beta gamma")
+    with read_tx(migrated_engine) as conn:
+        for archived in (False, True):
+            values = {"workspace": WS, "limit": 50, "offset": 0, "match": '"same"*'}
+            fast = notes._RANKED[archived].all(conn, values)
+            core = conn.execute(notes._RANKED[archived].statement, values).all()
+            assert [notes.NoteRecord.from_driver_row(r) for r in fast] == [
+                notes.NoteRecord.from_row(r) for r in core
+            ]
+            assert [(r[10], r[11]) for r in fast] == [(r[10], r[11]) for r in core]
+            recent = notes._RECENT[archived].all(conn, values)
+            assert [notes.NoteRecord.from_driver_row(r) for r in recent] == [
+                notes.NoteRecord.from_row(r)
+                for r in conn.execute(notes._RECENT[archived].statement, values).all()
+            ]
+        hits = notes.search(conn, WS, "alpha", include_archived=False, limit=5, offset=0)
+        assert [h.note.id for h in hits] == [created[5].id]
+
+
+def test_title_lookups_use_the_title_index_without_statistics(migrated_engine: Engine) -> None:
+    _seed(migrated_engine)
+    with read_tx(migrated_engine) as conn:
+        compiled = notes._BY_TITLE[True].statement.compile(dialect=conn.dialect)
+        params = compiled.construct_params(
+            {"workspace": WS, "title_key": "same title", "archived": False, "limit": 11}
+        )
+        ordered = [params[name] for name in compiled.positiontup or []]
+        plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(ordered)).all()
+        found = notes.find_by_title(conn, WS, "SAME title", archived=False, limit=11)
+    details = " | ".join(str(row[-1]) for row in plan)
+    assert "ix_notes_workspace_title" in details, details
+    assert "ix_notes_workspace_updated" not in details, details
+    assert len(found) == 11 and all(not n.archived for n in found)
+
+
+def test_serving_discover_and_tools_list_loads_no_sqlalchemy(
+    settings: Settings, migrated_engine: Engine
+) -> None:
+    """Cold start: the first answers come before the store (SQLAlchemy) is imported."""
+    probe = f"""
+import json, sys
+from notes_server.cli import ensure_schema
+from notes_server.app import create_app
+from notes_server.config import build_settings
+settings = build_settings(db={settings.db_url!r}, principal="alice")
+ensure_schema(settings)
+server = create_app(settings)
+meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+         "io.modelcontextprotocol/clientCapabilities": {{}}}}
+for method in ("server/discover", "tools/list"):
+    raw = json.dumps({{"jsonrpc": "2.0", "id": 1, "method": method, "params": {{"_meta": meta}}}})
+    assert b'"result"' in server.handle_raw(raw.encode(), "alice")
+print(json.dumps(sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules)))
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert json.loads(completed.stdout) == []
