@@ -6,13 +6,17 @@ import contextlib
 import logging
 import sys
 import threading
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from notes_server import __version__
 from notes_server.cli_http import http_options, serve_http
 from notes_server.config import Settings, build_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
 
@@ -52,6 +56,21 @@ def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
         migrate.upgrade(engine)
         if announce:
             click.echo(f"created database schema {HEAD} at {settings.db_display}", err=True)
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]:
+    """The engine of the database a command names (--db, env, or the embedded default), its
+    schema checked or, for the embedded default, created; disposed when the command is done."""
+    from notes_server.store.engine import make_engine
+
+    settings = build_settings(db=db)
+    ensure_schema(settings, announce=announce)
+    engine = make_engine(settings.db_url)
+    try:
+        yield engine
     finally:
         engine.dispose()
 

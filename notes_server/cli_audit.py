@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from notes_server.config import build_settings
 from notes_server.errors import UriError
 
 
@@ -15,10 +14,10 @@ from notes_server.errors import UriError
 @click.option("--db", default=None, metavar="URL", help="Database URL.")
 def audit(workspace: str | None, principal: str | None, limit: int, db: str | None) -> None:
     """List deletes, archives and declined confirmations (time, principal, tool, note, outcome)."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.security.uri import canonical_workspace
     from notes_server.store import audit as audit_log
-    from notes_server.store.engine import make_engine, read_tx
+    from notes_server.store.engine import read_tx
     from notes_server.tools.views import iso
 
     if workspace is not None:
@@ -26,12 +25,8 @@ def audit(workspace: str | None, principal: str | None, limit: int, db: str | No
             workspace = canonical_workspace(workspace)
         except UriError as exc:
             raise click.BadParameter(str(exc), param_hint="--workspace") from None
-    settings = build_settings(db=db)
-    ensure_schema(settings)
-    engine = make_engine(settings.db_url)
-    with read_tx(engine) as conn:
+    with open_database(db) as engine, read_tx(engine) as conn:
         rows = audit_log.recent(conn, workspace=workspace, principal=principal, limit=limit)
-    engine.dispose()
     if not rows:
         click.echo("no audited actions")
     for row in rows:

@@ -10,8 +10,6 @@ from datetime import timedelta
 
 import click
 
-from notes_server.config import build_settings
-
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
 
 
@@ -37,20 +35,14 @@ def token() -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def create(principal: str, days: int | None, name: str | None, db: str | None) -> None:
     """Create a token that acts as PRINCIPAL; prints the secret once, on stdout."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.security.tokens import create_token
-    from notes_server.store.engine import make_engine
 
     if not principal.strip() or len(principal) > 200:
         raise click.BadParameter("must be 1-200 characters", param_hint="PRINCIPAL")
-    settings = build_settings(db=db)
-    ensure_schema(settings, announce=True)
-    engine = make_engine(settings.db_url)
-    try:
-        expires = None if days is None else timedelta(days=days)
+    expires = None if days is None else timedelta(days=days)
+    with open_database(db, announce=True) as engine:
         token_id, secret = create_token(engine, principal, name=name, expires_in=expires)
-    finally:
-        engine.dispose()
     until = f"expires in {days} days" if days else "never expires"
     click.echo(
         f"created token {token_id} for {principal} ({until}); it is shown only once:", err=True
@@ -63,19 +55,13 @@ def create(principal: str, days: int | None, name: str | None, db: str | None) -
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def list_(principal: str | None, db: str | None) -> None:
     """List tokens (never their secrets), for one PRINCIPAL or everyone."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.security.tokens import utc_now
     from notes_server.store import tokens
-    from notes_server.store.engine import make_engine, read_tx
+    from notes_server.store.engine import read_tx
 
-    settings = build_settings(db=db)
-    ensure_schema(settings)
-    engine = make_engine(settings.db_url)
-    try:
-        with read_tx(engine) as conn:
-            rows = tokens.list_tokens(conn, principal)
-    finally:
-        engine.dispose()
+    with open_database(db) as engine, read_tx(engine) as conn:
+        rows = tokens.list_tokens(conn, principal)
     if not rows:
         click.echo("no tokens")
         return
@@ -93,19 +79,13 @@ def list_(principal: str | None, db: str | None) -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def revoke(token_id: int, db: str | None) -> None:
     """Revoke token ID: the next request that presents it gets 401."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.security.tokens import utc_now
     from notes_server.store import tokens
-    from notes_server.store.engine import make_engine, write_tx
+    from notes_server.store.engine import write_tx
 
-    settings = build_settings(db=db)
-    ensure_schema(settings)
-    engine = make_engine(settings.db_url)
-    try:
-        with write_tx(engine) as conn:
-            revoked = tokens.revoke(conn, token_id, utc_now())
-    finally:
-        engine.dispose()
+    with open_database(db) as engine, write_tx(engine) as conn:
+        revoked = tokens.revoke(conn, token_id, utc_now())
     if not revoked:
         raise click.ClickException(f"no active token with id {token_id}")
     click.echo(f"revoked token {token_id}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from notes_server.config import build_settings
 from notes_server.errors import UriError
 
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
@@ -34,18 +33,14 @@ def workspace() -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None:
     """Allow PRINCIPAL to use WORKSPACE_URI (a file:/// URI)."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.store import grants
-    from notes_server.store.engine import make_engine, write_tx
+    from notes_server.store.engine import write_tx
     from notes_server.tools.services import utc_now
 
     canonical = _canonical(workspace_uri)
-    settings = build_settings(db=db)
-    ensure_schema(settings, announce=True)
-    engine = make_engine(settings.db_url)
-    with write_tx(engine) as conn:
+    with open_database(db, announce=True) as engine, write_tx(engine) as conn:
         created = grants.upsert(conn, principal, canonical, role, utc_now())
-    engine.dispose()
     verb = "granted" if created else "updated"
     click.echo(f"{verb}: {principal} may use {canonical} ({role})")
 
@@ -56,17 +51,13 @@ def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
     """Take WORKSPACE_URI away from PRINCIPAL."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.store import grants
-    from notes_server.store.engine import make_engine, write_tx
+    from notes_server.store.engine import write_tx
 
     canonical = _canonical(workspace_uri)
-    settings = build_settings(db=db)
-    ensure_schema(settings)
-    engine = make_engine(settings.db_url)
-    with write_tx(engine) as conn:
+    with open_database(db) as engine, write_tx(engine) as conn:
         removed = grants.revoke(conn, principal, canonical)
-    engine.dispose()
     if not removed:
         raise click.ClickException(f"{principal} had no grant on {canonical}")
     click.echo(f"revoked: {principal} may no longer use {canonical}")
@@ -77,16 +68,12 @@ def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def list_(principal: str | None, db: str | None) -> None:
     """List grants, for one PRINCIPAL or everyone."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli import open_database
     from notes_server.store import grants
-    from notes_server.store.engine import make_engine, read_tx
+    from notes_server.store.engine import read_tx
 
-    settings = build_settings(db=db)
-    ensure_schema(settings)
-    engine = make_engine(settings.db_url)
-    with read_tx(engine) as conn:
+    with open_database(db) as engine, read_tx(engine) as conn:
         rows = grants.list_grants(conn, principal)
-    engine.dispose()
     if not rows:
         click.echo("no grants")
     for row in rows:
