@@ -64,6 +64,8 @@ def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | N
     state = params.get("requestState")
     if responses is not None and not isinstance(responses, dict):
         raise InvalidParams("Invalid params: inputResponses must be an object")
+    if responses is not None and not all(isinstance(v, dict) for v in responses.values()):
+        raise InvalidParams("Invalid params: every inputResponses entry must be an object")
     if state is not None and not isinstance(state, str):
         raise InvalidParams("Invalid params: requestState must be a string")
     return responses, state

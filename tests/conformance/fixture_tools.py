@@ -158,7 +158,7 @@ class RoundTrip(Fixture):
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
         if ctx.request_state is None:
-            return self.ask(ctx, 0)
+            return self.answered_without_state(ctx) or self.ask(ctx, 0)
         round_no = self.opened_round(ctx)
         responses = ctx.input_responses or {}
         if not set(self.asked(ctx, round_no)) <= set(responses):
@@ -169,6 +169,14 @@ class RoundTrip(Fixture):
 
     def asked(self, ctx: CallContext, round_no: int) -> dict[str, Any]:
         return self.rounds[round_no]
+
+    def answered_without_state(self, ctx: CallContext) -> Content | None:
+        """A one-round fixture answered in full needs no state: the answers alone finish it
+        (extra, unrecognised response keys are ignored, as SEP-2322 asks)."""
+        responses = ctx.input_responses or {}
+        if len(self.rounds) == 1 and responses and set(self.asked(ctx, 0)) <= set(responses):
+            return Content(text(self.finish(responses)))
+        return None
 
     def ask(self, ctx: CallContext, round_no: int) -> InputRequired:
         claims = {"t": self.name, "p": ctx.principal, "r": round_no}

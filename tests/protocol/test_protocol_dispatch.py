@@ -422,3 +422,18 @@ def test_protocol_never_imports_the_store_sqlalchemy_or_transports() -> None:
     }
 
     assert problems == {}
+
+
+def test_an_input_response_that_is_not_an_object_is_invalid_params_for_any_tool(
+    call: Call,
+) -> None:
+    params = {
+        "name": "notes_search",
+        "arguments": {"workspaceUri": WORKSPACE},
+        "inputResponses": {"confirm": 42},
+    }
+
+    assert error_of(call("tools/call", params)) == {
+        "code": -32602,
+        "message": "Invalid params: every inputResponses entry must be an object",
+    }

@@ -386,6 +386,11 @@ INVALID_ANSWERS: dict[str, Any] = {
     "action-missing": {"content": {"note_id": "OFFERED", "confirm": True}},
     "answer-not-object": "accept",
 }
+# A response that is not even an object is refused by the protocol layer, for every tool.
+MALFORMED_RESPONSE = {
+    "code": -32602,
+    "message": "Invalid params: every inputResponses entry must be an object",
+}
 
 
 def _fill(value: Any, offered: str, other: str) -> Any:
@@ -408,7 +413,8 @@ def test_an_invalid_confirmation_is_refused_and_the_state_stays_usable(
 
     reply = flow.answer(kind, TITLE, state, answer)
 
-    assert error_of(reply) == CONFIRMATION_ERROR
+    expected = MALFORMED_RESPONSE if case == "answer-not-object" else CONFIRMATION_ERROR
+    assert error_of(reply) == expected
     assert flow.untouched(2)
     assert unchanged(flow, note) and unchanged(flow, not_offered)
     assert structured(flow.answer(kind, TITLE, state, accept(note.id))) == done(kind, note)
