@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.confirm import Action, ConfirmedAction, output_schema_for
-from notes_server.tools.read import not_found
-from notes_server.tools.scope import authorize, contain
+from notes_server.tools.scope import contain, owned_note
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
 
 if TYPE_CHECKING:
@@ -59,11 +58,9 @@ class RestoreNote(Tool):
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
-            note = notes.get_note(conn, workspace.uri, args["noteId"])
-            if note is None:
-                raise not_found(args["noteId"])
-            contain(workspace, note)
+            workspace, note, _ = owned_note(
+                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
+            )
             if not note.archived:
                 raise ToolFailure(f"Note {note.id!r} is not archived; nothing to restore.")
             restored = notes.update_fields(

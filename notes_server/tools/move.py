@@ -7,8 +7,7 @@ from typing import Any
 from notes_server.errors import ToolFailure, UriError
 from notes_server.security.uri import parse_note_path
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.read import not_found
-from notes_server.tools.scope import authorize, contain
+from notes_server.tools.scope import authorize, contain, owned_note
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
 
 
@@ -36,12 +35,11 @@ class MoveNote(Tool):
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            source = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            # Both grants are checked before the note is looked up; both refusals read the same.
             target = authorize(conn, ctx.principal, args["targetWorkspaceUri"], write=True)
-            note = notes.get_note(conn, source.uri, args["noteId"])
-            if note is None:
-                raise not_found(args["noteId"])
-            contain(source, note)
+            _, note, _ = owned_note(
+                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
+            )
             try:
                 path = "/".join(parse_note_path(args.get("path") or note.path))
             except UriError as exc:

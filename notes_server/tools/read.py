@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.scope import authorize, contain
+from notes_server.tools.scope import owned_note
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
-
-
-def not_found(note_id: str) -> ToolFailure:
-    return ToolFailure(
-        f"No note with id {note_id!r} in this workspace. Use notes_search to find note ids."
-    )
 
 
 class ReadNote(Tool):
@@ -27,12 +20,10 @@ class ReadNote(Tool):
     tool_annotations = tool_hints("Read note", read_only=True, idempotent=True)
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        from notes_server.store import notes
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=False)
-            note = notes.get_note(conn, workspace.uri, args["noteId"])
-        if note is None:
-            raise not_found(args["noteId"])
-        return ToolResult({"note": note_full(note, contain(workspace, note))})
+            _, note, uri = owned_note(
+                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=False
+            )
+        return ToolResult({"note": note_full(note, uri)})

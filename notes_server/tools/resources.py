@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
-from notes_server.security.uri import WorkspaceUri, parse_note_uri, parse_workspace_uri
+from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
 
@@ -90,6 +90,3 @@ def _listing(workspace: str, path: str, title: str, note_id: str) -> dict[str, A
         "title": title,
         "mimeType": "text/markdown",
     }
-
-
-__all__ = ["NoteResources", "WorkspaceUri"]

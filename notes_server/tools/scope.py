@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from notes_server.errors import StoreError, UriError, WorkspaceDenied
+from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
 from notes_server.security.uri import WorkspaceUri, parse_note_path, parse_workspace_uri
 
 if TYPE_CHECKING:
@@ -27,6 +27,26 @@ def authorize(conn: Connection, principal: str, text: object, *, write: bool) ->
     if role is None or (write and role != "write"):
         raise WorkspaceDenied()
     return workspace
+
+
+def not_found(note_id: str) -> ToolFailure:
+    return ToolFailure(
+        f"No note with id {note_id!r} in this workspace. Use notes_search to find note ids."
+    )
+
+
+def owned_note(
+    conn: Connection, principal: str, workspace_text: object, note_id: str, *, write: bool
+) -> tuple[WorkspaceUri, NoteRecord, str]:
+    """Authorize the workspace, find the note by id inside it and contain it: what every
+    by-id tool does first. Returns (workspace, note, the note's canonical URI)."""
+    from notes_server.store import notes
+
+    workspace = authorize(conn, principal, workspace_text, write=write)
+    note = notes.get_note(conn, workspace.uri, note_id)
+    if note is None:
+        raise not_found(note_id)
+    return workspace, note, contain(workspace, note)
 
 
 def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:

@@ -7,8 +7,7 @@ from typing import Any
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.create import MAX_BODY
-from notes_server.tools.read import not_found
-from notes_server.tools.scope import authorize, contain
+from notes_server.tools.scope import contain, owned_note
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, TITLE, WORKSPACE_URI, note_full, schema
 
 
@@ -52,11 +51,9 @@ class UpdateNote(Tool):
         if not changes:
             raise ToolFailure("Nothing to update: pass `title` and/or `body`.")
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
-            note = notes.get_note(conn, workspace.uri, args["noteId"])
-            if note is None:
-                raise not_found(args["noteId"])
-            contain(workspace, note)
+            workspace, note, _ = owned_note(
+                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
+            )
             expected = args.get("expectedVersion")
             if expected is not None and expected != note.version:
                 raise version_conflict(note.id, note.version, expected)
