@@ -50,11 +50,16 @@ def owned_note(
 
 
 def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:
-    """Re-derive a stored note's URI and prove it lies inside the workspace; return the URI."""
+    """Re-derive a stored note's URI and prove it lies inside the workspace; return the URI.
+
+    The row must belong to exactly this workspace and its stored path must re-parse as a
+    canonical relative path (no dot segments, separators or empty segments): together these
+    are what keep the URI, built segment by segment under the workspace, inside it.
+    """
     try:
         segments = parse_note_path(note.path)
     except UriError:
         raise StoreError("stored note path is not canonical") from None
-    if note.workspace != workspace.uri or not workspace.contains(workspace.segments + segments):
+    if note.workspace != workspace.uri:
         raise StoreError("note is outside its workspace")
     return workspace.note_uri(segments)
