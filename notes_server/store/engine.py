@@ -72,10 +72,6 @@ def read_tx(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 class FastRead:
     """A read-only Core statement that, on SQLite, runs straight on the pysqlite connection.
 
