@@ -15,6 +15,8 @@ from typing import Any, cast
 
 from sqlalchemy import (
     Connection,
+    Float,
+    String,
     Table,
     and_,
     bindparam,
@@ -22,9 +24,11 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     table,
+    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -210,13 +214,17 @@ def delete_note(conn: Connection, note: NoteRecord) -> bool:
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
-def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead]]:
-    """(most recent first, FTS5 ranked) statements, keyed by include_archived."""
-    recent, ranked = {}, {}
+_RANK = "bm25(notes_fts, 10.0, 1.0)"
+_SNIPPET = "snippet(notes_fts, 1, '**', '**', '…', 12)"
+
+
+def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], dict[bool, FastRead]]:
+    """(most recent first, FTS5 top-k, FTS5 full join) statements, keyed by include_archived."""
+    recent, top_k, joined = {}, {}, {}
     # Ordered by the label: a second bm25() call in ORDER BY, with its own bound weights,
     # would be scored again for every match.
-    rank = func.bm25(_fts.c.notes_fts, 10.0, 1.0).label("score")
-    snip = func.snippet(_fts.c.notes_fts, 1, "**", "**", "…", 12)
+    rank = literal_column(_RANK, Float).label("score")
+    snip = literal_column(_SNIPPET, String)
     for include_archived in (False, True):
         conditions = [notes.c.workspace == bindparam("workspace")]
         if not include_archived:
@@ -228,18 +236,38 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead]]:
             .limit(bindparam("limit"))
             .offset(bindparam("offset"))
         )
-        ranked[include_archived] = FastRead(
+        joined[include_archived] = FastRead(
             select(*_COLUMNS, snip, rank)
             .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
             .where(_fts.c.notes_fts.op("MATCH")(bindparam("match")), *conditions)
-            .order_by(rank, notes.c.id)
+            .order_by(rank, notes.c.seq)
             .limit(bindparam("limit"))
             .offset(bindparam("offset"))
         )
-    return recent, ranked
+        live = "" if include_archived else " AND n.archived = 0"
+        top_k[include_archived] = FastRead(
+            text(
+                # 1. rank inside FTS5 alone and keep the best :k rows (no per-match join);
+                # 2. walk the matches again, cheaply, to reach the FTS cursor for snippet(),
+                #    which SQLite then computes for the k kept rows only;
+                # 3. LEFT JOIN the notes with the scope filter: a filtered-out row comes back
+                #    with NULL columns, so the caller knows whether k was enough.
+                "WITH top AS MATERIALIZED ("
+                f"SELECT rowid AS seq, {_RANK} AS score FROM notes_fts"
+                " WHERE notes_fts MATCH :match ORDER BY score, rowid LIMIT :k) "
+                f"SELECT {', '.join('n.' + c.name for c in _COLUMNS)},"
+                f" CASE WHEN n.seq IS NULL THEN NULL ELSE {_SNIPPET} END, top.score"
+                " FROM notes_fts CROSS JOIN top ON top.seq = notes_fts.rowid"
+                f" LEFT JOIN notes AS n ON n.seq = top.seq AND n.workspace = :workspace{live}"
+                " WHERE notes_fts MATCH :match ORDER BY top.score, top.seq"
+            )
+        )
+    return recent, top_k, joined
 
 
-_RECENT, _RANKED = _search_statements()
+_RECENT, _TOP_K, _RANKED = _search_statements()
+# Over-fetch for the top-k statement: beyond this many FTS rows, rank with the full join.
+_TOP_K_MAX = 2048
 
 
 def fts_query(query: str) -> str | None:
@@ -259,7 +287,10 @@ def search(
     limit: int,
     offset: int,
 ) -> list[SearchHit]:
-    """Ranked full-text search (SQLite FTS5) or, without a query, most recently updated first."""
+    """Ranked full-text search (SQLite FTS5) or, without a query, most recently updated first.
+
+    Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages agree.
+    """
     match = fts_query(query) if query else None
     if query and match is None:
         return []
@@ -272,8 +303,22 @@ def search(
         if not include_archived:
             conditions.append(notes.c.archived.is_(False))
         return _search_like(conn, conditions, query or "", limit, offset)
+    wanted = offset + limit
+    k = max(wanted, 32)
+    while k <= max(_TOP_K_MAX, wanted):
+        rows = _TOP_K[include_archived].all(conn, {**params, "match": match, "k": k})
+        kept = [r for r in rows if r[0] is not None]
+        # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
+        if len(kept) >= wanted or len(rows) < k:
+            return [_ranked_hit(r) for r in kept[offset:wanted]]
+        k *= 8
+    # Most of the best matches lie outside this scope: rank the scope's matches only.
     rows = _RANKED[include_archived].all(conn, {**params, "match": match})
-    return [SearchHit(NoteRecord.from_driver_row(r), r[10] or "", float(r[11])) for r in rows]
+    return [_ranked_hit(r) for r in rows]
+
+
+def _ranked_hit(row: Sequence[Any]) -> SearchHit:
+    return SearchHit(NoteRecord.from_driver_row(row), row[10] or "", float(row[11]))
 
 
 def _search_like(

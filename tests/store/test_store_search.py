@@ -1,0 +1,114 @@
+"""Ranked search: the FTS5 top-k statement answers exactly what ranking the scope's own
+matches would, whichever workspaces and archived notes crowd the best global matches."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+
+import pytest
+from sqlalchemy import Engine, update
+
+from notes_server.store import notes
+from notes_server.store.engine import read_tx, write_tx
+
+NOW = datetime(2026, 3, 1, 12, 30, 15)
+MINE = "file:///home/alice/notes"
+THEIRS = "file:///home/bob/notes"
+WORDS = ["apple", "apricot", "banana", "cherry", "damson", "elder", "fig", "grape"]
+
+
+def _reference(
+    engine: Engine, workspace: str, match: str, include_archived: bool
+) -> list[tuple[str, str, float]]:
+    """Every in-scope match ranked by the full join: (id, snippet, score), best first."""
+    with read_tx(engine) as conn:
+        rows = notes._RANKED[include_archived].all(
+            conn, {"workspace": workspace, "match": match, "limit": 10_000, "offset": 0}
+        )
+    return [(r[0], r[10], r[11]) for r in rows]
+
+
+def _found(
+    engine: Engine, workspace: str, query: str, include_archived: bool, limit: int, offset: int
+) -> list[tuple[str, str, float]]:
+    with read_tx(engine) as conn:
+        hits = notes.search(
+            conn, workspace, query, include_archived=include_archived, limit=limit, offset=offset
+        )
+    return [(h.note.id, h.snippet, h.rank) for h in hits]
+
+
+def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
+    ids = []
+    with write_tx(engine) as conn:
+        for title, body in bodies:
+            path = f"n/{notes.new_note_id()}.md"
+            note = notes.insert_note(
+                conn, workspace=workspace, path=path, title=title, body=body, now=NOW
+            )
+            ids.append(note.id)
+    return ids
+
+
+def test_pages_of_the_top_k_search_equal_the_full_ranking(migrated_engine: Engine) -> None:
+    rng = random.Random(4)
+    for workspace in (MINE, THEIRS):
+        bodies = []
+        for _ in range(150):
+            title = " ".join(rng.choices(WORDS, k=2))
+            bodies.append((title, " ".join(rng.choices(WORDS, k=rng.randint(3, 30)))))
+        _insert(migrated_engine, workspace, bodies)
+    with write_tx(migrated_engine) as conn:
+        conn.execute(update(notes.notes).where(notes.notes.c.seq % 7 == 0).values(archived=True))
+    for query in ["apple", "ap", "banana cherry", "fig grape elder", "zzz"]:
+        match = notes.fts_query(query)
+        assert match is not None
+        for include_archived in (False, True):
+            expected = _reference(migrated_engine, MINE, match, include_archived)
+            pages: list[tuple[str, str, float]] = []
+            for offset in range(0, len(expected) + 20, 20):
+                pages.extend(_found(migrated_engine, MINE, query, include_archived, 20, offset))
+            assert pages == expected
+            assert len({hit[0] for hit in pages}) == len(pages)
+
+
+@pytest.mark.parametrize("crowd", [10, 40, 300])
+def test_a_workspace_crowded_out_of_the_global_top_still_gets_its_own_best_matches(
+    migrated_engine: Engine, crowd: int
+) -> None:
+    # The other workspace's notes all outrank ours (title matches weigh 10x): the first k
+    # global matches hold none of ours, so the search must look further (or rank in scope).
+    _insert(migrated_engine, THEIRS, [("apple", "apple apple")] * crowd)
+    mine = _insert(migrated_engine, MINE, [("other", f"an apple and {w}") for w in WORDS[:5]])
+    found = _found(migrated_engine, MINE, "apple", False, 3, 0)
+    assert [hit[0] for hit in found] == mine[:3]
+    assert all("**apple**" in hit[1] for hit in found)
+    assert found == _reference(migrated_engine, MINE, '"apple"*', False)[:3]
+    assert (
+        _found(migrated_engine, MINE, "apple", False, 3, 3)
+        == _reference(migrated_engine, MINE, '"apple"*', False)[3:6]
+    )
+
+
+def test_when_over_fetching_gives_up_the_scope_is_ranked_on_its_own(
+    migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(notes, "_TOP_K_MAX", 32)
+    _insert(migrated_engine, THEIRS, [("apple", "apple")] * 40)
+    mine = _insert(migrated_engine, MINE, [("x", "apple pie"), ("y", "apple tart")])
+    assert [hit[0] for hit in _found(migrated_engine, MINE, "apple", False, 20, 0)] == mine
+
+
+def test_archived_notes_crowding_the_top_are_skipped_unless_asked(
+    migrated_engine: Engine,
+) -> None:
+    archived = _insert(migrated_engine, MINE, [("apple", "apple apple")] * 50)
+    live = _insert(migrated_engine, MINE, [("plain", "one apple")])
+    with write_tx(migrated_engine) as conn:
+        conn.execute(
+            update(notes.notes).where(notes.notes.c.id.in_(archived)).values(archived=True)
+        )
+    assert [h[0] for h in _found(migrated_engine, MINE, "apple", False, 5, 0)] == live
+    with_archived = _found(migrated_engine, MINE, "apple", True, 100, 0)
+    assert [h[0] for h in with_archived] == [*archived, *live]
