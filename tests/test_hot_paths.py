@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given
@@ -51,6 +52,34 @@ def test_note_uri_matches_building_it_from_all_segments(path: list[str]) -> None
     root = uri.parse_workspace_uri(WS)
     segments = tuple(s.replace("/", "_").replace("\\", "_").replace("%", "_") for s in path)
     assert root.note_uri(segments) == uri._build_uri(root.segments + segments)
+
+
+@given(st.text(max_size=20))
+def test_segment_quoting_skips_quote_only_where_quote_changes_nothing(segment: str) -> None:
+    assert uri._quote(segment) == quote(segment, safe=uri._SAFE)
+
+
+@given(st.one_of(st.text(max_size=40), st.text(alphabet="ab./-_~é% \\", max_size=30)))
+def test_a_stored_note_uri_is_the_note_uri_of_the_parsed_path(text: str) -> None:
+    root = uri.parse_workspace_uri(WS)
+    try:
+        expected: str | None = root.note_uri(uri.parse_note_path(text))
+    except uri.UriError:
+        expected = None
+    if expected is None:
+        with pytest.raises(uri.UriError):
+            root.stored_note_uri(text)
+    else:
+        assert root.stored_note_uri(text) == expected
+
+
+def test_note_uri_still_counts_the_roots_segments_against_the_limit() -> None:
+    root = uri.parse_workspace_uri("file:///" + "/".join(["d"] * (uri.MAX_SEGMENTS - 1)))
+    assert root.note_uri(("n.md",)).endswith("/d/n.md")
+    with pytest.raises(uri.UriError, match="too many path segments"):
+        root.note_uri(("sub", "n.md"))
+    with pytest.raises(uri.UriError, match="dot segment"):
+        uri.parse_workspace_uri(WS).note_uri(("a", ".."))
 
 
 @pytest.mark.parametrize("request_id", [1, 0, -7, 2**70, "a", "é", "\ud800", 'q"\\'])

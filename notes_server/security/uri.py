@@ -35,6 +35,7 @@ _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 # Characters that may appear unencoded in a URI path: exactly what ``quote`` leaves alone,
 # plus the separator and the escape character.
 _RAW_PATH_CHARS = frozenset(_ALNUM + _SAFE + "/%")
+_UNQUOTED = frozenset(_ALNUM + _SAFE)
 # Unicode categories that are invisible, control, separator-like or not real characters.
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
 _ASCII_LOOKALIKE_TARGETS = frozenset("./\\")
@@ -82,10 +83,20 @@ class WorkspaceUri:
         """Canonical URI of the note at relative ``path``; raises if limits would be exceeded."""
         if not isinstance(path, tuple) or not path:
             raise UriError("note path must be a non-empty tuple")
-        combined = self.segments + path
-        _check_segments(combined)
-        # == _build_uri(combined): the root's canonical text is already known.
-        return _check_length(self._uri + "/" + "/".join(quote(s, safe=_SAFE) for s in path))
+        # == _check_segments(self.segments + path): the root's own segments were checked
+        # when it was constructed (the dataclass is frozen), so only the count and `path`.
+        if len(self.segments) + len(path) > MAX_SEGMENTS:
+            raise UriError("too many path segments")
+        _check_segments(path)
+        # == _build_uri(self.segments + path): the root's canonical text is already known.
+        return _check_length(self._uri + "/" + "/".join(_quote(s) for s in path))
+
+    def stored_note_uri(self, path_text: str) -> str:
+        """``note_uri(parse_note_path(path_text))``, checking each segment once (search hits)."""
+        path = parse_note_path(path_text)
+        if len(self.segments) + len(path) > MAX_SEGMENTS:
+            raise UriError("too many path segments")
+        return _check_length(self._uri + "/" + "/".join(_quote(s) for s in path))
 
 
 def parse_workspace_uri(text: str) -> WorkspaceUri:
@@ -236,4 +247,9 @@ def _is_lookalike(ch: str) -> bool:
 
 def _build_uri(segments: tuple[str, ...]) -> str:
     """Percent-encode validated segments into the canonical ``file:///`` form."""
-    return _PREFIX + "/".join(quote(segment, safe=_SAFE) for segment in segments)
+    return _PREFIX + "/".join(_quote(segment) for segment in segments)
+
+
+def _quote(segment: str) -> str:
+    """``quote(segment, safe=_SAFE)``, without the call when every character is left as is."""
+    return segment if _UNQUOTED.issuperset(segment) else quote(segment, safe=_SAFE)

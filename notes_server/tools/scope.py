@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
-from notes_server.security.uri import WorkspaceUri, parse_note_path, parse_workspace_uri
+from notes_server.security.uri import WorkspaceUri, parse_workspace_uri
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -56,10 +56,9 @@ def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:
     canonical relative path (no dot segments, separators or empty segments): together these
     are what keep the URI, built segment by segment under the workspace, inside it.
     """
-    try:
-        segments = parse_note_path(note.path)
-    except UriError:
-        raise StoreError("stored note path is not canonical") from None
     if note.workspace != workspace.uri:
         raise StoreError("note is outside its workspace")
-    return workspace.note_uri(segments)
+    try:
+        return workspace.stored_note_uri(note.path)
+    except UriError:
+        raise StoreError("stored note path is not canonical") from None

@@ -44,7 +44,9 @@ def iso(moment: datetime | None) -> str | None:
     """ISO-8601 UTC with a Z suffix (stored datetimes are naive UTC)."""
     if moment is None:
         return None
-    return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    if moment.tzinfo is not None:
+        moment = moment.replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds") + "Z"
 
 
 def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:
