@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import orjson
+
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
 
 RequestId = str | int
@@ -100,12 +102,30 @@ def decode(raw: bytes | str) -> Request | Notification:
     return Request(request_id, method, params)
 
 
+# orjson writes compact UTF-8 JSON about 6x faster than the stdlib; for strings, integers,
+# booleans, null, lists and dicts the bytes equal json.dumps(ensure_ascii=False, compact). What
+# it refuses (integers beyond 64 bits, lone surrogates, non-string keys, and, by these options,
+# datetimes and dataclasses) goes the stdlib way, which then decides exactly as it always did.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def dump_text(value: Any) -> str:
+    """Compact JSON text, for a tool result's text content."""
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _dump(message: Any) -> bytes:
     """Compact UTF-8. A lone surrogate (only reachable through a client's own `\\uD800`
     escape, e.g. in an id we echo) cannot be UTF-8 encoded; it is written back as that same
     JSON escape instead of crashing the transport."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "backslashreplace")
+    try:
+        return orjson.dumps(message, option=_ORJSON_OPTIONS)
+    except TypeError:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "backslashreplace")
 
 
 class EncodedResult(dict[str, Any]):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from notes_server.protocol.envelope import dump_text
 
 if TYPE_CHECKING:
     from notes_server.tools.services import Services
@@ -35,7 +36,7 @@ class ToolResult:
     def to_wire(self) -> dict[str, Any]:
         text = self.text
         if text is None:
-            text = json.dumps(self.structured, ensure_ascii=False, separators=(",", ":"))
+            text = dump_text(self.structured)
         result: dict[str, Any] = {
             "resultType": "complete",
             "content": [{"type": "text", "text": text}],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from notes_server.protocol.envelope import (
     Notification,
     Request,
     decode,
+    dump_text,
     encode_error,
     encode_result,
 )
@@ -233,3 +235,48 @@ def test_any_well_formed_request_decodes_to_what_was_sent(
     raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
     assert decode(raw.encode()) == Request(request_id, method, params)
+
+
+def _stdlib(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "backslashreplace"
+    )
+
+
+JSON_WITHOUT_FLOATS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(JSON_WITHOUT_FLOATS)
+def test_replies_are_encoded_byte_for_byte_as_the_stdlib_would(value: Any) -> None:
+    assert encode_result(7, {"v": value}) == _stdlib(
+        {"jsonrpc": "2.0", "id": 7, "result": {"v": value}}
+    )
+    assert dump_text(value) == _stdlib(value).decode("utf-8")
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_floats_in_replies_keep_their_value(value: float) -> None:
+    assert json.loads(encode_result(1, {"x": value}))["result"]["x"] == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [2**64, -(2**63) - 1, 10**30, "\ud800", {"k\udfff": 1}, {1: "int key"}, [{"deep": 2**70}]],
+)
+def test_what_the_fast_encoder_refuses_is_encoded_as_the_stdlib_would(value: Any) -> None:
+    assert encode_result(1, {"v": value}) == _stdlib(
+        {"jsonrpc": "2.0", "id": 1, "result": {"v": value}}
+    )
+
+
+def test_values_json_cannot_encode_still_fail_as_type_errors() -> None:
+    with pytest.raises(TypeError):
+        encode_result(1, {"when": datetime(2026, 1, 1)})
+    with pytest.raises(TypeError):
+        dump_text({"obj": object()})
