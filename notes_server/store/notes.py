@@ -304,7 +304,7 @@ def search(
             conditions.append(notes.c.archived.is_(False))
         return _search_like(conn, conditions, query or "", limit, offset)
     wanted = offset + limit
-    k = max(wanted, 32)
+    k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
     while k <= max(_TOP_K_MAX, wanted):
         rows = _TOP_K[include_archived].all(conn, {**params, "match": match, "k": k})
         kept = [r for r in rows if r[0] is not None]
