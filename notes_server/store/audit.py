@@ -8,10 +8,12 @@ from typing import cast
 
 from sqlalchemy import Connection, Table, insert, select
 
+from notes_server.store.engine import FastWrite
 from notes_server.store.models import AuditEntry
 
 audit = cast(Table, AuditEntry.__table__)
-_INSERT = insert(audit)  # built once; the values are bound per call
+# Built once; the values are bound per call (on SQLite straight on the driver connection).
+_INSERT = FastWrite(insert(audit))
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +30,8 @@ class AuditRecord:
 
 
 def record(conn: Connection, entry: AuditRecord) -> None:
-    conn.execute(
-        _INSERT,
+    _INSERT.rowcount(
+        conn,
         {
             "at": entry.at,
             "principal": entry.principal,

@@ -8,6 +8,7 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 from __future__ import annotations
 
 import sqlite3
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,6 +108,88 @@ class FastRead:
             self._compiled = compiled
         params = compiled.construct_params(dict(values))
         return compiled.string, [params[name] for name in compiled.positiontup or ()]
+
+
+class FastWrite:
+    """A DML Core statement that, on SQLite, runs straight on the pysqlite connection.
+
+    The write-side twin of FastRead, for the statements inside the confirmed-action transaction
+    (claim the nonce, delete, audit, prune): compiled once per set of value names, bound values
+    converted by the columns' own bind processors (DateTime as SQLAlchemy's SQLite text), so the
+    driver receives exactly what a Core execution would send. Statements that need Python-side
+    column defaults are refused (those only a Core execution computes). Other databases go
+    through Core unchanged.
+    """
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._compiled: dict[frozenset[str], _Bound] = {}
+
+    @classmethod
+    def of(cls, statement: Executable) -> FastWrite:
+        """The one FastWrite for a statement built once elsewhere (kept while it lives)."""
+        fast = _FAST_WRITES.get(statement)
+        if fast is None:
+            fast = _FAST_WRITES[statement] = cls(statement)
+        return fast
+
+    def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
+        """Execute; the number of rows the statement itself changed (triggers not counted)."""
+        raw = _pysqlite(conn)
+        if raw is None:
+            return int(cast(Any, conn.execute(self.statement, dict(values))).rowcount)
+        return int(raw.execute(*self._sql(conn, values)).rowcount)
+
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
+        """Execute a statement with RETURNING; its first row, or None."""
+        raw = _pysqlite(conn)
+        if raw is None:
+            return conn.execute(self.statement, dict(values)).first()
+        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
+        return row
+
+    def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        names = frozenset(values)
+        bound = self._compiled.get(names)
+        if bound is None:
+            bound = _Bound.compile(self.statement, conn, sorted(names))
+            self._compiled[names] = bound
+        params = bound.compiled.construct_params(dict(values))
+        return bound.compiled.string, [
+            value if process is None else process(value)
+            for value, process in zip(
+                [params[name] for name in bound.names], bound.processors, strict=True
+            )
+        ]
+
+
+_FAST_WRITES: weakref.WeakKeyDictionary[Executable, FastWrite] = weakref.WeakKeyDictionary()
+
+
+class _Bound:
+    """A statement compiled for one dialect and one set of value names, with bind processors."""
+
+    def __init__(
+        self, compiled: SQLCompiler, names: list[str], processors: list[Any | None]
+    ) -> None:
+        self.compiled = compiled
+        self.names = names
+        self.processors = processors
+
+    @classmethod
+    def compile(cls, statement: Executable, conn: Connection, keys: list[str]) -> _Bound:
+        dialect = conn.dialect
+        compiled = cast(
+            SQLCompiler, cast(Any, statement).compile(dialect=dialect, column_keys=keys)
+        )
+        if compiled.insert_prefetch or compiled.update_prefetch:
+            raise TypeError("FastWrite cannot compute Python-side column defaults")
+        names = list(compiled.positiontup or ())
+        processors = [
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            for name in names
+        ]
+        return cls(compiled, names, processors)
 
 
 def _pysqlite(conn: Connection) -> sqlite3.Connection | None:

@@ -14,34 +14,44 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from notes_server.store.engine import FastRead, FastWrite
 from notes_server.store.models import ConsumedNonce
 
 nonces = cast(Table, ConsumedNonce.__table__)
 PRUNE_BATCH = 200
 
-# Built once (every confirmed action runs all three); values are bound per call.
-_GET = select(
-    nonces.c.nonce,
-    nonces.c.principal,
-    nonces.c.tool,
-    nonces.c.outcome,
-    nonces.c.answer_digest,
-    nonces.c.result_json,
-).where(nonces.c.nonce == bindparam("nonce"))
+# Built once (every confirmed action runs all three); values are bound per call. On SQLite they
+# run straight on the driver connection (FastRead/FastWrite), inside the caller's transaction.
+_GET = FastRead(
+    select(
+        nonces.c.nonce,
+        nonces.c.principal,
+        nonces.c.tool,
+        nonces.c.outcome,
+        nonces.c.answer_digest,
+        nonces.c.result_json,
+    ).where(nonces.c.nonce == bindparam("nonce"))
+)
 _CLAIM = {
-    "postgresql": postgresql.insert(nonces)
-    .on_conflict_do_nothing(index_elements=["nonce"])
-    .returning(nonces.c.nonce),
-    "sqlite": sqlite.insert(nonces)
-    .on_conflict_do_nothing(index_elements=["nonce"])
-    .returning(nonces.c.nonce),
+    "postgresql": FastWrite(
+        postgresql.insert(nonces)
+        .on_conflict_do_nothing(index_elements=["nonce"])
+        .returning(nonces.c.nonce)
+    ),
+    "sqlite": FastWrite(
+        sqlite.insert(nonces)
+        .on_conflict_do_nothing(index_elements=["nonce"])
+        .returning(nonces.c.nonce)
+    ),
 }
-_PRUNE = delete(nonces).where(
-    nonces.c.nonce.in_(
-        select(nonces.c.nonce)
-        .where(nonces.c.expires_at < bindparam("expired_before"))
-        .limit(PRUNE_BATCH)
-        .scalar_subquery()
+_PRUNE = FastWrite(
+    delete(nonces).where(
+        nonces.c.nonce.in_(
+            select(nonces.c.nonce)
+            .where(nonces.c.expires_at < bindparam("expired_before"))
+            .limit(PRUNE_BATCH)
+            .scalar_subquery()
+        )
     )
 )
 
@@ -57,7 +67,7 @@ class NonceRecord:
 
 
 def get(conn: Connection, nonce: str) -> NonceRecord | None:
-    row = conn.execute(_GET, {"nonce": nonce}).first()
+    row = _GET.first(conn, {"nonce": nonce})
     return None if row is None else NonceRecord(*row)
 
 
@@ -85,7 +95,7 @@ def claim(
         "expires_at": expires_at,
     }
     statement = _CLAIM["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
-    return conn.execute(statement, values).first() is not None
+    return statement.first(conn, values) is not None
 
 
 def prune(conn: Connection, *, expired_before: datetime) -> int:
@@ -94,4 +104,4 @@ def prune(conn: Connection, *, expired_before: datetime) -> int:
     Safe because a state is refused once past its expiry, so its nonce can never be presented
     again successfully; the caller passes a cut-off with a margin for clock skew.
     """
-    return conn.execute(_PRUNE, {"expired_before": expired_before}).rowcount
+    return _PRUNE.rowcount(conn, {"expired_before": expired_before})

@@ -207,8 +207,11 @@ def update_fields(
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    result = conn.execute(_DELETE, {"note_id": note.id, "version": note.version})
-    return result.rowcount == 1
+    from notes_server.store.engine import FastWrite
+
+    # On SQLite straight on the driver connection (inside the caller's write transaction).
+    deleted = FastWrite.of(_DELETE).rowcount(conn, {"note_id": note.id, "version": note.version})
+    return deleted == 1
 
 
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
