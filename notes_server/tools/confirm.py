@@ -169,8 +169,9 @@ class ConfirmedAction(Tool):
 
         with write_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
-            self.claim(conn, ctx, claims, "declined", None, None)
-            self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"])
+            now = self.services.clock()
+            self.claim(conn, ctx, claims, "declined", None, None, now)
+            self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"], now)
         return self.finished("declined")
 
     def accept(
@@ -180,6 +181,7 @@ class ConfirmedAction(Tool):
         from notes_server.store.engine import write_tx
 
         sealed_version = dict((entry[0], entry[1]) for entry in claims["c"])[note_id]
+        digest = answer_digest(note_id)  # pure: computed before the write lock is taken
         with write_tx(self.services.engine) as conn:
             # Re-authorize first: even replaying a recorded outcome needs a live grant.
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
@@ -200,12 +202,13 @@ class ConfirmedAction(Tool):
                 )
             uri = contain(workspace, note)
             result = self.finished(self.action.done, noteId=note.id, title=note.title, uri=uri)
-            self.claim(conn, ctx, claims, self.action.done, answer_digest(note_id), result)
+            now = self.services.clock()  # one reading for the claim, the mutation and the audit
+            self.claim(conn, ctx, claims, self.action.done, digest, result, now)
             self.services.checkpoint(f"{self.action.verb}.claimed")
-            if not self.apply(conn, note, self.services.clock()):
+            if not self.apply(conn, note, now):
                 raise ToolFailure(f"The chosen note changed; nothing was {self.action.done}.")
             self.services.checkpoint(f"{self.action.verb}.applied")
-            self.audit(conn, ctx, workspace.uri, self.action.done, note, claims, note.title)
+            self.audit(conn, ctx, workspace.uri, self.action.done, note, claims, note.title, now)
             self.services.checkpoint(f"{self.action.verb}.audited")
         self.services.checkpoint(f"{self.action.verb}.committed")
         return result
@@ -232,10 +235,10 @@ class ConfirmedAction(Tool):
         outcome: str,
         digest: str | None,
         result: ToolResult | None,
+        now: datetime,
     ) -> None:
         from notes_server.store import nonces
 
-        now = self.services.clock()
         nonces.prune(conn, expired_before=now - PRUNE_MARGIN)
         claimed = nonces.claim(
             conn,
@@ -260,13 +263,14 @@ class ConfirmedAction(Tool):
         note: NoteRecord | None,
         claims: dict[str, Any],
         title: str,
+        at: datetime,
     ) -> None:
         from notes_server.store import audit
 
         audit.record(
             conn,
             audit.AuditRecord(
-                at=self.services.clock(),
+                at=at,
                 principal=ctx.principal,
                 tool=self.action.tool,
                 outcome=outcome,
