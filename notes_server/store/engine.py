@@ -8,7 +8,6 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 from __future__ import annotations
 
 import sqlite3
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,14 +124,6 @@ class FastWrite:
         self.statement = statement
         self._compiled: dict[frozenset[str], _Bound] = {}
 
-    @classmethod
-    def of(cls, statement: Executable) -> FastWrite:
-        """The one FastWrite for a statement built once elsewhere (kept while it lives)."""
-        fast = _FAST_WRITES.get(statement)
-        if fast is None:
-            fast = _FAST_WRITES[statement] = cls(statement)
-        return fast
-
     def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
         """Execute; the number of rows the statement itself changed (triggers not counted)."""
         raw = _pysqlite(conn)
@@ -161,9 +152,6 @@ class FastWrite:
                 [params[name] for name in bound.names], bound.processors, strict=True
             )
         ]
-
-
-_FAST_WRITES: weakref.WeakKeyDictionary[Executable, FastWrite] = weakref.WeakKeyDictionary()
 
 
 class _Bound:

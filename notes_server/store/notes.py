@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from notes_server.store.engine import FastRead
+from notes_server.store.engine import FastRead, FastWrite
 from notes_server.store.models import FTS_TABLE, Note
 
 notes = cast(Table, Note.__table__)
@@ -77,8 +77,9 @@ _BY_TITLE = {
     )
     for archived_filter in (False, True)
 }
-_DELETE = delete(notes).where(
-    notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version")
+# Runs inside a confirmed action's write transaction: straight on the driver on SQLite.
+_DELETE = FastWrite(
+    delete(notes).where(notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version"))
 )
 
 
@@ -207,11 +208,7 @@ def update_fields(
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    from notes_server.store.engine import FastWrite
-
-    # On SQLite straight on the driver connection (inside the caller's write transaction).
-    deleted = FastWrite.of(_DELETE).rowcount(conn, {"note_id": note.id, "version": note.version})
-    return deleted == 1
+    return _DELETE.rowcount(conn, {"note_id": note.id, "version": note.version}) == 1
 
 
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
