@@ -8,6 +8,7 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 from __future__ import annotations
 
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,7 +73,27 @@ def read_tx(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-class FastRead:
+class _OnDriver(ABC):
+    """A Core statement that, on SQLite with pysqlite, runs on the DB-API connection itself
+    (inside the caller's transaction); on other databases it goes through Core unchanged."""
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The first row (a read, or a write with RETURNING), or None."""
+        raw = _pysqlite(conn)
+        if raw is None:
+            return conn.execute(self.statement, dict(values)).first()
+        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
+        return row
+
+    @abstractmethod
+    def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        """The SQL text and positional values SQLAlchemy itself would send."""
+
+
+class FastRead(_OnDriver):
     """A read-only Core statement that, on SQLite, runs straight on the pysqlite connection.
 
     For the reads on every tool call (grant lookup, note by id, title match, search): sent
@@ -84,7 +105,7 @@ class FastRead:
     """
 
     def __init__(self, statement: Executable) -> None:
-        self.statement = statement
+        super().__init__(statement)
         self._compiled: SQLCompiler | None = None
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
@@ -92,13 +113,6 @@ class FastRead:
         if raw is None:
             return conn.execute(self.statement, dict(values)).all()
         return raw.execute(*self._sql(conn, values)).fetchall()
-
-    def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
-        raw = _pysqlite(conn)
-        if raw is None:
-            return conn.execute(self.statement, dict(values)).first()
-        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
-        return row
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
         compiled = self._compiled
@@ -109,7 +123,7 @@ class FastRead:
         return compiled.string, [params[name] for name in compiled.positiontup or ()]
 
 
-class FastWrite:
+class FastWrite(_OnDriver):
     """A DML Core statement that, on SQLite, runs straight on the pysqlite connection.
 
     The write-side twin of FastRead, for the statements inside the confirmed-action transaction
@@ -121,7 +135,7 @@ class FastWrite:
     """
 
     def __init__(self, statement: Executable) -> None:
-        self.statement = statement
+        super().__init__(statement)
         self._compiled: dict[frozenset[str], _Bound] = {}
 
     def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
@@ -130,14 +144,6 @@ class FastWrite:
         if raw is None:
             return int(cast(Any, conn.execute(self.statement, dict(values))).rowcount)
         return int(raw.execute(*self._sql(conn, values)).rowcount)
-
-    def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
-        """Execute a statement with RETURNING; its first row, or None."""
-        raw = _pysqlite(conn)
-        if raw is None:
-            return conn.execute(self.statement, dict(values)).first()
-        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
-        return row
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
         names = frozenset(values)
