@@ -7,6 +7,7 @@ import json
 import sqlite3
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench_lib import client
@@ -17,6 +18,7 @@ from bench_lib.common import (
     Measure,
     StdioServer,
     command,
+    cpu_seconds,
     log,
     server_env,
 )
@@ -59,20 +61,30 @@ def _verify(db: Path, total: int, expected_deletes: int, deleted_ids: list[str] 
         raise RuntimeError("a note was reported deleted twice")
 
 
+@dataclass(frozen=True)
+class _ServersRun:
+    rate: float
+    latencies_us: list[float]
+    rss: list[int | None]
+    cpu_per_delete_us: float  # all server processes together, timed run only
+
+
 def _run_servers(
     impl: str, db: Path, total: int, procs: int, seconds: float, logfile: Path
-) -> tuple[float, list[float], list[int | None]]:
+) -> _ServersRun:
     servers = [StdioServer(command(impl, str(db)), logfile) for _ in range(procs)]
     try:
         titles = [_titles(total, procs, k) for k in range(procs)]
         warm = client.confirmed_deletes(servers, [t[:1] for t in titles], seconds=60)
+        cpu_before = sum(cpu_seconds(s.pid) for s in servers)
         run = client.confirmed_deletes(servers, [t[1:] for t in titles], seconds=seconds)
+        cpu = sum(cpu_seconds(s.pid) for s in servers) - cpu_before
         rss = [s.peak_rss_kib() for s in servers]
     finally:
         for server in servers:
             server.close()
     _verify(db, total, warm.deletes + run.deletes, warm.deleted_ids + run.deleted_ids)
-    return run.rate, run.latencies_us, rss
+    return _ServersRun(run.rate, run.latencies_us, rss, cpu / max(run.deletes, 1) * 1e6)
 
 
 def _run_raw(db: Path, total: int, procs: int, seconds: float) -> float:
@@ -112,6 +124,7 @@ def run(
     for procs in process_counts:
         log(f"confirmed deletes, {procs} process(es): {reps} reps x {seconds}s, alternating")
         measures = {OURS: Measure(), PEER: Measure(), RAW: Measure()}
+        cpu = {OURS: Measure(), PEER: Measure()}
         rss: dict[str, list[int | None]] = {OURS: [], PEER: []}
         for rep in range(reps):
             order = [OURS, PEER, RAW] if rep % 2 == 0 else [RAW, PEER, OURS]
@@ -120,15 +133,26 @@ def run(
                 if impl == RAW:
                     measures[RAW].trials.append(_run_raw(copy, total, procs, seconds))
                     continue
-                rate, latencies, peaks = _run_servers(impl, copy, total, procs, seconds, logfile)
-                measures[impl].trials.append(rate)
-                measures[impl].samples.extend(latencies)
-                rss[impl] = peaks
+                outcome = _run_servers(impl, copy, total, procs, seconds, logfile)
+                measures[impl].trials.append(outcome.rate)
+                measures[impl].samples.extend(outcome.latencies_us)
+                cpu[impl].trials.append(outcome.cpu_per_delete_us)
+                rss[impl] = outcome.rss
         by_n[procs] = measures
         label = "1 process (one client)" if procs == 1 else f"{procs} processes"
         results.row(Row(SECTION, label, "deletes/s", True, measures[OURS], measures[PEER]))
         results.row(
             Row(SECTION, f"{label}: raw sqlite3, same transaction", "tx/s", True, measures[RAW])
+        )
+        results.row(
+            Row(
+                SECTION,
+                f"{label}: server CPU per delete (all processes)",
+                "µs",
+                False,
+                cpu[OURS],
+                cpu[PEER],
+            )
         )
         if procs == 1:
             results.plot("confirmed delete latency, 1 process (µs)", OURS, measures[OURS].samples)
