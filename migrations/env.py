@@ -7,9 +7,9 @@ from sqlalchemy import Connection
 
 from notes_server.config import build_settings
 from notes_server.store.engine import make_engine
-from notes_server.store.models import FTS_TABLE, Base
+from notes_server.store.models import FTS_TABLE, metadata
 
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def include_object(

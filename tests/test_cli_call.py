@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, notes
-from notes_server.store.models import AuditEntry, ConsumedNonce, Note
+from notes_server.store.models import audit_table, nonces_table, notes_table
 from notes_server.store.notes import NoteRecord
 
 WS = "file:///home/alice/notes"
@@ -55,7 +55,7 @@ def counts(url: str) -> tuple[int, int, int]:
         with read_tx(engine) as conn:
             return tuple(  # type: ignore[return-value]
                 int(conn.execute(select(func.count()).select_from(model)).scalar_one())
-                for model in (Note, ConsumedNonce, AuditEntry)
+                for model in (notes_table, nonces_table, audit_table)
             )
     finally:
         engine.dispose()
@@ -67,7 +67,7 @@ def note_ids(url: str) -> set[str]:
     engine = make_engine(url)
     try:
         with read_tx(engine) as conn:
-            return set(conn.execute(select(Note.id)).scalars())
+            return set(conn.execute(select(notes_table.c.id)).scalars())
     finally:
         engine.dispose()
 

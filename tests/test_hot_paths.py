@@ -214,3 +214,30 @@ print(json.dumps(sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert json.loads(completed.stdout) == []
+
+
+def test_tool_calls_never_load_the_orm(settings: Settings, migrated_engine: Engine) -> None:
+    """The schema is Core tables: the first tool call does not pay for `sqlalchemy.orm`."""
+    with write_tx(migrated_engine) as conn:
+        grants.upsert(conn, "alice", "file:///w", "read", NOW)
+    probe = f"""
+import json, sys
+from notes_server.app import create_app
+from notes_server.config import build_settings
+server = create_app(build_settings(db={settings.db_url!r}, principal="alice"))
+meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+         "io.modelcontextprotocol/clientCapabilities": {{}}}}
+for name, args in (("notes_search", {{"query": "x"}}), ("notes_read", {{"noteId": "note_1"}})):
+    params = {{"name": name, "arguments": {{"workspaceUri": "file:///w", **args}}, "_meta": meta}}
+    raw = json.dumps({{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}})
+    assert b'"result"' in server.handle_raw(raw.encode(), "alice")
+print(json.dumps(["sqlalchemy" in sys.modules, "sqlalchemy.orm" in sys.modules]))
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert json.loads(completed.stdout) == [True, False]

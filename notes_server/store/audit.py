@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, insert, select
 
 from notes_server.store.engine import FastWrite
-from notes_server.store.models import AuditEntry
+from notes_server.store.models import audit_table as audit
 
-audit = cast(Table, AuditEntry.__table__)
 # Built once; the values are bound per call (on SQLite straight on the driver connection).
 _INSERT = FastWrite(insert(audit))
 

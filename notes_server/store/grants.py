@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
-from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from notes_server.store.engine import FastRead
-from notes_server.store.models import WorkspaceGrant
+from notes_server.store.models import grants_table as grants
 
-grants = cast(Table, WorkspaceGrant.__table__)
 ROLES = ("read", "write")
 # Built once: role_for runs on every tool call.
 _ROLE = FastRead(

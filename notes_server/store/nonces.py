@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from notes_server.store.engine import FastRead, FastWrite
-from notes_server.store.models import ConsumedNonce
+from notes_server.store.models import nonces_table as nonces
 
-nonces = cast(Table, ConsumedNonce.__table__)
 PRUNE_BATCH = 200
 
 # Built once (every confirmed action runs all three); values are bound per call. On SQLite they

@@ -11,13 +11,12 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     Connection,
     Float,
     String,
-    Table,
     and_,
     bindparam,
     column,
@@ -34,9 +33,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from notes_server.store.engine import FastRead, FastWrite
-from notes_server.store.models import FTS_TABLE, Note
+from notes_server.store.models import FTS_TABLE
+from notes_server.store.models import notes_table as notes
 
-notes = cast(Table, Note.__table__)
 _fts = table(FTS_TABLE, column("rowid"), column(FTS_TABLE))
 
 _COLUMNS = (

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
 
-from sqlalchemy import Connection, Table, insert, or_, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 
-from notes_server.store.models import ApiToken
-
-api_tokens = cast(Table, ApiToken.__table__)
+from notes_server.store.models import tokens_table as api_tokens
 
 # `last_used_at` is informational: refresh it at most this often so that a busy client does not
 # turn every authenticated read into a write transaction.

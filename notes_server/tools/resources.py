@@ -26,10 +26,10 @@ class NoteResources:
         from sqlalchemy import select
 
         from notes_server.store.engine import read_tx
-        from notes_server.store.models import Note, WorkspaceGrant
+        from notes_server.store.models import grants_table, notes_table
 
         offset = _offset(cursor)
-        notes, grants = Note.__table__, WorkspaceGrant.__table__
+        notes, grants = notes_table, grants_table
         query = (
             select(notes.c.workspace, notes.c.path, notes.c.title, notes.c.id)
             .join(grants, grants.c.workspace == notes.c.workspace)

@@ -11,9 +11,9 @@ import itertools
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Engine, Table, select, text
+from sqlalchemy import Engine, select, text
 
 from notes_server.app import SERVER_INFO, create_app
 from notes_server.config import Settings
@@ -21,7 +21,7 @@ from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, notes
 from notes_server.store.engine import read_tx, write_tx
-from notes_server.store.models import AuditEntry, ConsumedNonce
+from notes_server.store.models import audit_table, nonces_table
 from notes_server.store.notes import NoteRecord
 from notes_server.tools.services import Services
 
@@ -294,9 +294,8 @@ class Flow:
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         """All rows of consumed_nonces or audit_log, typed, in insertion order."""
-        model = {"consumed_nonces": ConsumedNonce, "audit_log": AuditEntry}[table]
-        columns = cast(Table, model.__table__)
-        order = columns.c.consumed_at if model is ConsumedNonce else columns.c.id
+        columns = {"consumed_nonces": nonces_table, "audit_log": audit_table}[table]
+        order = columns.c.consumed_at if columns is nonces_table else columns.c.id
         with read_tx(self.engine) as conn:
             return [dict(row._mapping) for row in conn.execute(select(columns).order_by(order))]
 
