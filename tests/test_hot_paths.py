@@ -187,6 +187,18 @@ def test_title_lookups_use_the_title_index_without_statistics(migrated_engine: E
     assert len(found) == 11 and all(not n.archived for n in found)
 
 
+def _run_probe(probe: str) -> Any:
+    """Run `probe` in a fresh interpreter (a clean sys.modules); its printed JSON."""
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    return json.loads(completed.stdout)
+
+
 def test_serving_discover_and_tools_list_loads_no_sqlalchemy(
     settings: Settings, migrated_engine: Engine
 ) -> None:
@@ -206,14 +218,7 @@ for method in ("server/discover", "tools/list"):
     assert b'"result"' in server.handle_raw(raw.encode(), "alice")
 print(json.dumps(sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules)))
 """
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert json.loads(completed.stdout) == []
+    assert _run_probe(probe) == []
 
 
 def test_tool_calls_never_load_the_orm(settings: Settings, migrated_engine: Engine) -> None:
@@ -233,11 +238,4 @@ for name, args in (("notes_search", {{"query": "x"}}), ("notes_read", {{"noteId"
     assert b'"result"' in server.handle_raw(raw.encode(), "alice")
 print(json.dumps(["sqlalchemy" in sys.modules, "sqlalchemy.orm" in sys.modules]))
 """
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert json.loads(completed.stdout) == [True, False]
+    assert _run_probe(probe) == [True, False]
