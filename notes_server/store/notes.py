@@ -251,7 +251,7 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], di
                 #    which SQLite then computes for the k kept rows only;
                 # 3. LEFT JOIN the notes with the scope filter: a filtered-out row comes back
                 #    with NULL columns, so the caller knows whether k was enough.
-                "WITH top AS MATERIALIZED ("
+                "WITH top AS ("
                 f"SELECT rowid AS seq, {_RANK} AS score FROM notes_fts"
                 " WHERE notes_fts MATCH :match ORDER BY score, rowid LIMIT :k) "
                 f"SELECT {', '.join('n.' + c.name for c in _COLUMNS)},"

@@ -112,3 +112,18 @@ def test_archived_notes_crowding_the_top_are_skipped_unless_asked(
     assert [h[0] for h in _found(migrated_engine, MINE, "apple", False, 5, 0)] == live
     with_archived = _found(migrated_engine, MINE, "apple", True, 100, 0)
     assert [h[0] for h in with_archived] == [*archived, *live]
+
+
+def test_the_top_k_statement_probes_the_kept_rows_through_an_index(
+    migrated_engine: Engine,
+) -> None:
+    # The second walk over the matches looks each one up among the k kept rows: through an
+    # index, never by scanning them (k * matches comparisons on a deep page).
+    with read_tx(migrated_engine) as conn:
+        compiled = notes._TOP_K[False].statement.compile(dialect=conn.dialect)
+        params = compiled.construct_params({"match": '"a"*', "k": 21, "workspace": MINE})
+        ordered = [params[name] for name in compiled.positiontup or []]
+        plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(ordered)).all()
+    details = [str(row[-1]) for row in plan]
+    assert any(d.startswith("SEARCH top USING") and "INDEX" in d for d in details), details
+    assert "SEARCH n USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN" in details, details
