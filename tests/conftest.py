@@ -20,7 +20,7 @@ from helpers import spawn_server as _spawn_server
 from notes_server.app import create_app
 from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
 
 Call = Callable[..., dict[str, Any]]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from notes_server.config import Settings, build_settings, os_login
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 
 XDG = "/srv/xdg"
 

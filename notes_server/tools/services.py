@@ -58,7 +58,8 @@ class Services:
         return self._sealer
 
     def _build_sealer(self) -> StateSealer:
-        from notes_server.security.state import KeyRing, StateSealer
+        from notes_server.security.keyring import KeyRing
+        from notes_server.security.state import StateSealer
 
         if self.settings.state_keys:
             ring = KeyRing.parse(self.settings.state_keys)

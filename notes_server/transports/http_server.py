@@ -62,7 +62,7 @@ def prepare(settings: Settings, http: HttpSettings) -> None:
         except JwksError as exc:
             raise StartupError(str(exc)) from None
     if not settings.state_keys:
-        from notes_server.security.state import KeyRing
+        from notes_server.security.keyring import KeyRing
 
         assert settings.state_key_file is not None
         # Created once here, so that workers only ever read it.

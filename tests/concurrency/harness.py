@@ -57,14 +57,15 @@ def decline(tool: str) -> dict[str, Any]:
 
 
 def generate_keys() -> str:
-    from notes_server.security.state import KeyRing
+    from notes_server.security.keyring import KeyRing
 
     return KeyRing.generate_spec()
 
 
 def state_nonce(keys: str, state: str) -> str:
     """The nonce sealed inside a requestState (the test holds the shared keys)."""
-    from notes_server.security.state import KeyRing, StateSealer
+    from notes_server.security.keyring import KeyRing
+    from notes_server.security.state import StateSealer
 
     nonce: str = StateSealer(KeyRing.parse(keys)).open(state)["n"]
     return nonce

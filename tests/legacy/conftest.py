@@ -9,7 +9,7 @@ import pytest
 from helpers import ServerProcess
 from legacy_support import NOTES, Legacy, LegacyClient
 
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 
 
 @pytest.fixture

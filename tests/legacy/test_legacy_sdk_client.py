@@ -12,7 +12,7 @@ import pytest
 from helpers import default_db_url, subprocess_env
 from legacy_support import NOTES
 
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 
 mcp_stdio = pytest.importorskip("mcp.client.stdio")
 mcp_session = pytest.importorskip("mcp.client.session")

@@ -11,7 +11,7 @@ import pytest
 from confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
 from notes_server.config import Settings
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from confirm_support import (
     structured,
 )
 
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 
 TITLE = "TPS report"
 B64URL = string.ascii_letters + string.digits + "-_"

@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from notes_server.config import HttpSettings, Settings
 from notes_server.errors import WORKSPACE_DENIED
-from notes_server.security.state import KeyRing
+from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.transports.http_server import create_http_app
