@@ -23,7 +23,7 @@ from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import EncodedResult, encode_result
 from notes_server.security import uri
-from notes_server.store import grants, notes
+from notes_server.store import grants, notes, search
 from notes_server.store.engine import read_tx, write_tx
 
 WS = "file:///home/alice/notes"
@@ -156,18 +156,18 @@ def test_fast_search_reads_equal_the_core_reads(migrated_engine: Engine) -> None
     with read_tx(migrated_engine) as conn:
         for archived in (False, True):
             values = {"workspace": WS, "limit": 50, "offset": 0, "match": '"same"*'}
-            fast = notes._RANKED[archived].all(conn, values)
-            core = conn.execute(notes._RANKED[archived].statement, values).all()
+            fast = search._RANKED[archived].all(conn, values)
+            core = conn.execute(search._RANKED[archived].statement, values).all()
             assert [notes.NoteRecord.from_driver_row(r) for r in fast] == [
                 notes.NoteRecord.from_row(r) for r in core
             ]
             assert [(r[10], r[11]) for r in fast] == [(r[10], r[11]) for r in core]
-            recent = notes._RECENT[archived].all(conn, values)
+            recent = search._RECENT[archived].all(conn, values)
             assert [notes.NoteRecord.from_driver_row(r) for r in recent] == [
                 notes.NoteRecord.from_row(r)
-                for r in conn.execute(notes._RECENT[archived].statement, values).all()
+                for r in conn.execute(search._RECENT[archived].statement, values).all()
             ]
-        hits = notes.search(conn, WS, "alpha", include_archived=False, limit=5, offset=0)
+        hits = search.search(conn, WS, "alpha", include_archived=False, limit=5, offset=0)
         assert [h.note.id for h in hits] == [created[5].id]
 
 

@@ -6,7 +6,6 @@ mutation, re-checks included). Nothing here knows about principals or the wire.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,30 +14,18 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Float,
-    String,
-    and_,
     bindparam,
-    column,
     delete,
-    func,
     insert,
-    literal_column,
-    or_,
     select,
-    table,
-    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
 from notes_server.store.engine import FastRead, FastWrite
-from notes_server.store.models import FTS_TABLE
 from notes_server.store.models import notes_table as notes
 
-_fts = table(FTS_TABLE, column("rowid"), column(FTS_TABLE))
-
-_COLUMNS = (
+COLUMNS = (
     notes.c.id,
     notes.c.workspace,
     notes.c.path,
@@ -53,7 +40,7 @@ _COLUMNS = (
 # The hot statements are built once, with bind parameters: building and cache-keying a Core
 # statement on every call cost more than running it (reads also skip Core on SQLite: FastRead).
 _GET_NOTE = FastRead(
-    select(*_COLUMNS).where(
+    select(*COLUMNS).where(
         notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
     )
 )
@@ -63,15 +50,15 @@ _GET_NOTE = FastRead(
 _TITLE_MATCHES = select(notes.c.seq).where(
     notes.c.workspace == bindparam("workspace"), notes.c.title_key == bindparam("title_key")
 )
-_NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
+NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
 _BY_TITLE = {
     archived_filter: FastRead(
-        select(*_COLUMNS)
+        select(*COLUMNS)
         .where(
             notes.c.seq.in_(_TITLE_MATCHES),
             *([notes.c.archived == bindparam("archived")] if archived_filter else []),
         )
-        .order_by(*_NEWEST_FIRST)
+        .order_by(*NEWEST_FIRST)
         .limit(bindparam("limit"))
     )
     for archived_filter in (False, True)
@@ -121,13 +108,6 @@ def _sqlite_datetime(value: Any) -> Any:
     return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    note: NoteRecord
-    snippet: str
-    rank: float
-
-
 class PathConflict(Exception):
     """Another note already has this (workspace, path)."""
 
@@ -173,7 +153,7 @@ def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | Non
 
 def get_note_by_path(conn: Connection, workspace: str, path: str) -> NoteRecord | None:
     row = conn.execute(
-        select(*_COLUMNS).where(notes.c.workspace == workspace, notes.c.path == path)
+        select(*COLUMNS).where(notes.c.workspace == workspace, notes.c.path == path)
     ).first()
     return None if row is None else NoteRecord.from_row(row)
 
@@ -208,137 +188,3 @@ def update_fields(
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
     return _DELETE.rowcount(conn, {"note_id": note.id, "version": note.version}) == 1
-
-
-_FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-_RANK = "bm25(notes_fts, 10.0, 1.0)"
-_SNIPPET = "snippet(notes_fts, 1, '**', '**', '…', 12)"
-
-
-def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], dict[bool, FastRead]]:
-    """(most recent first, FTS5 top-k, FTS5 full join) statements, keyed by include_archived."""
-    recent, top_k, joined = {}, {}, {}
-    # Ordered by the label: a second bm25() call in ORDER BY, with its own bound weights,
-    # would be scored again for every match.
-    rank = literal_column(_RANK, Float).label("score")
-    snip = literal_column(_SNIPPET, String)
-    for include_archived in (False, True):
-        conditions = [notes.c.workspace == bindparam("workspace")]
-        if not include_archived:
-            conditions.append(notes.c.archived.is_(False))
-        recent[include_archived] = FastRead(
-            select(*_COLUMNS, notes.c.body)
-            .where(and_(*conditions))
-            .order_by(*_NEWEST_FIRST)
-            .limit(bindparam("limit"))
-            .offset(bindparam("offset"))
-        )
-        joined[include_archived] = FastRead(
-            select(*_COLUMNS, snip, rank)
-            .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
-            .where(_fts.c.notes_fts.op("MATCH")(bindparam("match")), *conditions)
-            .order_by(rank, notes.c.seq)
-            .limit(bindparam("limit"))
-            .offset(bindparam("offset"))
-        )
-        live = "" if include_archived else " AND n.archived = 0"
-        top_k[include_archived] = FastRead(
-            text(
-                # 1. rank inside FTS5 alone and keep the best :k rows (no per-match join);
-                # 2. walk the matches again, cheaply, to reach the FTS cursor for snippet(),
-                #    which SQLite then computes for the k kept rows only;
-                # 3. LEFT JOIN the notes with the scope filter: a filtered-out row comes back
-                #    with NULL columns, so the caller knows whether k was enough.
-                "WITH top AS ("
-                f"SELECT rowid AS seq, {_RANK} AS score FROM notes_fts"
-                " WHERE notes_fts MATCH :match ORDER BY score, rowid LIMIT :k) "
-                f"SELECT {', '.join('n.' + c.name for c in _COLUMNS)},"
-                f" CASE WHEN n.seq IS NULL THEN NULL ELSE {_SNIPPET} END, top.score"
-                " FROM notes_fts CROSS JOIN top ON top.seq = notes_fts.rowid"
-                f" LEFT JOIN notes AS n ON n.seq = top.seq AND n.workspace = :workspace{live}"
-                " WHERE notes_fts MATCH :match ORDER BY top.score, top.seq"
-            )
-        )
-    return recent, top_k, joined
-
-
-_RECENT, _TOP_K, _RANKED = _search_statements()
-# Over-fetch for the top-k statement: beyond this many FTS rows, rank with the full join.
-_TOP_K_MAX = 2048
-
-
-def fts_query(query: str) -> str | None:
-    """Turn free text into a safe FTS5 query: every word as a quoted prefix term, ANDed."""
-    words = _FTS_TOKEN.findall(query)[:16]
-    if not words:
-        return None
-    return " ".join(f'"{w}"*' for w in words)
-
-
-def search(
-    conn: Connection,
-    workspace: str,
-    query: str | None,
-    *,
-    include_archived: bool,
-    limit: int,
-    offset: int,
-) -> list[SearchHit]:
-    """Ranked full-text search (SQLite FTS5) or, without a query, most recently updated first.
-
-    Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages agree.
-    """
-    match = fts_query(query) if query else None
-    if query and match is None:
-        return []
-    params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
-    if match is None:
-        rows = _RECENT[include_archived].all(conn, params)
-        return [SearchHit(NoteRecord.from_driver_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
-    if conn.dialect.name != "sqlite":
-        conditions = [notes.c.workspace == workspace]
-        if not include_archived:
-            conditions.append(notes.c.archived.is_(False))
-        return _search_like(conn, conditions, query or "", limit, offset)
-    wanted = offset + limit
-    k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
-    while k <= max(_TOP_K_MAX, wanted):
-        rows = _TOP_K[include_archived].all(conn, {**params, "match": match, "k": k})
-        kept = [r for r in rows if r[0] is not None]
-        # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
-        if len(kept) >= wanted or len(rows) < k:
-            return [_ranked_hit(r) for r in kept[offset:wanted]]
-        k *= 8
-    # Most of the best matches lie outside this scope: rank the scope's matches only.
-    rows = _RANKED[include_archived].all(conn, {**params, "match": match})
-    return [_ranked_hit(r) for r in rows]
-
-
-def _ranked_hit(row: Sequence[Any]) -> SearchHit:
-    return SearchHit(NoteRecord.from_driver_row(row), row[10] or "", float(row[11]))
-
-
-def _search_like(
-    conn: Connection, conditions: list[Any], query: str, limit: int, offset: int
-) -> list[SearchHit]:
-    """Portable fallback for non-SQLite databases: every word must appear in title or body."""
-    for word in _FTS_TOKEN.findall(query)[:16]:
-        pattern = f"%{word.lower()}%"
-        conditions.append(
-            or_(func.lower(notes.c.title).like(pattern), func.lower(notes.c.body).like(pattern))
-        )
-    rows = conn.execute(
-        select(*_COLUMNS)
-        .where(and_(*conditions))
-        .order_by(notes.c.updated_at.desc(), notes.c.id)
-        .limit(limit)
-        .offset(offset)
-    )
-    return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
-
-
-def _plain_snippet(body: str, width: int = 160) -> str:
-    flat = " ".join(body.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"

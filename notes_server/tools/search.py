@@ -79,7 +79,7 @@ class SearchNotes(Tool):
     tool_annotations = tool_hints("Search notes", read_only=True, idempotent=True)
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        from notes_server.store import notes
+        from notes_server.store import search
         from notes_server.store.engine import read_tx
 
         query = (args.get("query") or "").strip()
@@ -89,7 +89,7 @@ class SearchNotes(Tool):
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=False)
             digest = _query_digest(workspace.uri, query, include_archived)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
-            hits = notes.search(
+            hits = search.search(
                 conn,
                 workspace.uri,
                 query or None,

@@ -41,9 +41,9 @@ def ours_sql() -> str:
     """notes-server's ranked statement (rank in FTS5, join the top k), as it sends it."""
     from sqlalchemy.dialects import sqlite
 
-    from notes_server.store import notes
+    from notes_server.store import search
 
-    statement = notes._TOP_K[False].statement
+    statement = search._TOP_K[False].statement
     return str(statement.compile(dialect=sqlite.dialect(paramstyle="named")))
 
 

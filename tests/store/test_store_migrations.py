@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, inspect
 
-from notes_server.store import migrate, notes
+from notes_server.store import migrate, notes, search
 from notes_server.store.engine import BUSY_TIMEOUT_MS, make_engine, read_tx, write_tx
 
 TABLES = {"notes", "workspace_grants", "consumed_nonces", "audit_log", "alembic_version"}
@@ -100,7 +100,7 @@ def test_sqlite_revision_is_none_for_an_unmigrated_file(
 
 def search_ids(engine: Engine, query: str) -> list[str]:
     with read_tx(engine) as conn:
-        hits = notes.search(conn, WS, query, include_archived=True, limit=50, offset=0)
+        hits = search.search(conn, WS, query, include_archived=True, limit=50, offset=0)
     return [hit.note.id for hit in hits]
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 from sqlalchemy import Engine, update
 
-from notes_server.store import notes
+from notes_server.store import notes, search
 from notes_server.store.engine import read_tx, write_tx
 
 NOW = datetime(2026, 3, 1, 12, 30, 15)
@@ -23,7 +23,7 @@ def _reference(
 ) -> list[tuple[str, str, float]]:
     """Every in-scope match ranked by the full join: (id, snippet, score), best first."""
     with read_tx(engine) as conn:
-        rows = notes._RANKED[include_archived].all(
+        rows = search._RANKED[include_archived].all(
             conn, {"workspace": workspace, "match": match, "limit": 10_000, "offset": 0}
         )
     return [(r[0], r[10], r[11]) for r in rows]
@@ -33,7 +33,7 @@ def _found(
     engine: Engine, workspace: str, query: str, include_archived: bool, limit: int, offset: int
 ) -> list[tuple[str, str, float]]:
     with read_tx(engine) as conn:
-        hits = notes.search(
+        hits = search.search(
             conn, workspace, query, include_archived=include_archived, limit=limit, offset=offset
         )
     return [(h.note.id, h.snippet, h.rank) for h in hits]
@@ -62,7 +62,7 @@ def test_pages_of_the_top_k_search_equal_the_full_ranking(migrated_engine: Engin
     with write_tx(migrated_engine) as conn:
         conn.execute(update(notes.notes).where(notes.notes.c.seq % 7 == 0).values(archived=True))
     for query in ["apple", "ap", "banana cherry", "fig grape elder", "zzz"]:
-        match = notes.fts_query(query)
+        match = search.fts_query(query)
         assert match is not None
         for include_archived in (False, True):
             expected = _reference(migrated_engine, MINE, match, include_archived)
@@ -94,7 +94,7 @@ def test_a_workspace_crowded_out_of_the_global_top_still_gets_its_own_best_match
 def test_when_over_fetching_gives_up_the_scope_is_ranked_on_its_own(
     migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(notes, "_TOP_K_MAX", 32)
+    monkeypatch.setattr(search, "_TOP_K_MAX", 32)
     _insert(migrated_engine, THEIRS, [("apple", "apple")] * 40)
     mine = _insert(migrated_engine, MINE, [("x", "apple pie"), ("y", "apple tart")])
     assert [hit[0] for hit in _found(migrated_engine, MINE, "apple", False, 20, 0)] == mine
@@ -120,7 +120,7 @@ def test_the_top_k_statement_probes_the_kept_rows_through_an_index(
     # The second walk over the matches looks each one up among the k kept rows: through an
     # index, never by scanning them (k * matches comparisons on a deep page).
     with read_tx(migrated_engine) as conn:
-        compiled = notes._TOP_K[False].statement.compile(dialect=conn.dialect)
+        compiled = search._TOP_K[False].statement.compile(dialect=conn.dialect)
         params = compiled.construct_params({"match": '"a"*', "k": 21, "workspace": MINE})
         ordered = [params[name] for name in compiled.positiontup or []]
         plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(ordered)).all()

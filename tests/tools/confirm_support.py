@@ -282,7 +282,7 @@ class Flow:
 
     def live(self, note_id: str) -> NoteRecord | None:
         """The note with this id in any workspace, or None."""
-        query = select(*notes._COLUMNS).where(notes.notes.c.id == note_id)
+        query = select(*notes.COLUMNS).where(notes.notes.c.id == note_id)
         with read_tx(self.engine) as conn:
             row = conn.execute(query).first()
         return None if row is None else NoteRecord.from_row(row)
