@@ -98,6 +98,12 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], di
 _RECENT, _TOP_K, _RANKED = _search_statements()
 # Over-fetch for the top-k statement: beyond this many FTS rows, rank with the full join.
 _TOP_K_MAX = 2048
+# Per DB-API connection (`Connection.info`): scopes whose top matches were mostly someone
+# else's, and for how many more searches to go straight to the plain join. The plan only;
+# either way the answer is the same.
+_CROWDED = "notes_server.search.crowded"
+_CROWDED_SKIPS = 32
+_CROWDED_MAX = 1024
 
 
 def fts_query(query: str) -> str | None:
@@ -134,15 +140,36 @@ def search(
             conditions.append(notes.c.archived.is_(False))
         return _search_like(conn, conditions, query or "", limit, offset)
     wanted = offset + limit
+    memo: dict[tuple[str, bool], int] = conn.info.setdefault(_CROWDED, {})
+    scope = (workspace, include_archived)
+    if memo.get(scope, 0) > 0:  # crowded out recently: rank the scope's own matches at once
+        memo[scope] -= 1
+        return _plain_join(conn, params, match, include_archived)
     k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
-    while k <= max(_TOP_K_MAX, wanted):
+    for _ in range(2):
         rows = _TOP_K[include_archived].all(conn, {**params, "match": match, "k": k})
         kept = [r for r in rows if r[0] is not None]
         # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
         if len(kept) >= wanted or len(rows) < k:
             return [_ranked_hit(r) for r in kept[offset:wanted]]
-        k *= 8
-    # Most of the best matches lie outside this scope: rank the scope's matches only.
+        # Crowded out by other workspaces or archived notes: one wider try, sized from the
+        # in-scope share just seen, when that share is not tiny.
+        if not kept:
+            break
+        k = 2 * wanted * -(-k // len(kept))
+        if k > _TOP_K_MAX:
+            break
+    # A small scope in a big database: the plain join is cheaper, and stays the plan for the
+    # next searches of this scope on this connection (then the top-k path is tried again).
+    if len(memo) >= _CROWDED_MAX:
+        memo.clear()
+    memo[scope] = _CROWDED_SKIPS
+    return _plain_join(conn, params, match, include_archived)
+
+
+def _plain_join(
+    conn: Connection, params: dict[str, Any], match: str, include_archived: bool
+) -> list[SearchHit]:
     rows = _RANKED[include_archived].all(conn, {**params, "match": match})
     return [_ranked_hit(r) for r in rows]
 

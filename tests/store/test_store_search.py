@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, update
@@ -49,6 +50,13 @@ def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> li
             )
             ids.append(note.id)
     return ids
+
+
+class _Refused:
+    """Stands in for a statement table that the search must not use."""
+
+    def __getitem__(self, include_archived: bool) -> Any:
+        raise AssertionError("this statement was not expected")
 
 
 def test_pages_of_the_top_k_search_equal_the_full_ranking(migrated_engine: Engine) -> None:
@@ -127,3 +135,39 @@ def test_the_top_k_statement_probes_the_kept_rows_through_an_index(
     details = [str(row[-1]) for row in plan]
     assert any(d.startswith("SEARCH top USING") and "INDEX" in d for d in details), details
     assert "SEARCH n USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN" in details, details
+
+
+def test_a_partly_crowded_top_is_widened_once_without_the_plain_join(
+    migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Half of the first 20 global matches are theirs: one wider top-k pass, sized from the
+    # in-scope share it saw, answers exactly; the plain join is not needed.
+    _insert(migrated_engine, THEIRS, [("apple", "apple apple")] * 10)
+    mine = _insert(migrated_engine, MINE, [("other", f"one apple, note {i}") for i in range(30)])
+    expected = _reference(migrated_engine, MINE, '"apple"*', False)[:20]
+
+    monkeypatch.setattr(search, "_RANKED", _Refused())
+    found = _found(migrated_engine, MINE, "apple", False, 20, 0)
+    assert found == expected
+    assert {hit[0] for hit in found} <= set(mine)
+
+
+def test_a_crowded_out_scope_goes_straight_to_the_plain_join_for_a_while(
+    migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "_CROWDED_SKIPS", 2)
+    _insert(migrated_engine, THEIRS, [("apple", "apple apple")] * 40)
+    _insert(migrated_engine, MINE, [("other", "an apple")] * 3)
+    with read_tx(migrated_engine) as conn:
+        first = search.search(conn, MINE, "apple", include_archived=False, limit=2, offset=0)
+        monkeypatch.setattr(search, "_TOP_K", _Refused())
+        # The next two searches of this scope skip the top-k statement, same answers.
+        for _ in range(2):
+            again = search.search(conn, MINE, "apple", include_archived=False, limit=2, offset=0)
+            assert [h.note.id for h in again] == [h.note.id for h in first]
+        # Then the top-k path is tried again; other scopes never skipped it.
+        with pytest.raises(AssertionError, match="not expected"):
+            search.search(conn, MINE, "apple", include_archived=False, limit=2, offset=0)
+        with pytest.raises(AssertionError, match="not expected"):
+            search.search(conn, THEIRS, "apple", include_archived=False, limit=2, offset=0)
+    assert len(first) == 2
