@@ -83,17 +83,17 @@ class WorkspaceUri:
         """Canonical URI of the note at relative ``path``; raises if limits would be exceeded."""
         if not isinstance(path, tuple) or not path:
             raise UriError("note path must be a non-empty tuple")
-        # == _check_segments(self.segments + path): the root's own segments were checked
-        # when it was constructed (the dataclass is frozen), so only the count and `path`.
-        if len(self.segments) + len(path) > MAX_SEGMENTS:
-            raise UriError("too many path segments")
         _check_segments(path)
-        # == _build_uri(self.segments + path): the root's canonical text is already known.
-        return _check_length(self._uri + "/" + "/".join(_quote(s) for s in path))
+        return self._join(path)
 
     def stored_note_uri(self, path_text: str) -> str:
         """``note_uri(parse_note_path(path_text))``, checking each segment once (search hits)."""
-        path = parse_note_path(path_text)
+        return self._join(parse_note_path(path_text))
+
+    def _join(self, path: tuple[str, ...]) -> str:
+        """``_build_uri(self.segments + path)`` for an already checked ``path``: the root's own
+        segments were checked when it was constructed (the dataclass is frozen), so only the
+        total count and length remain, and the root's canonical text is already known."""
         if len(self.segments) + len(path) > MAX_SEGMENTS:
             raise UriError("too many path segments")
         return _check_length(self._uri + "/" + "/".join(_quote(s) for s in path))
