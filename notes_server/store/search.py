@@ -51,8 +51,8 @@ _SNIPPET = "snippet(notes_fts, 1, '**', '**', '…', 12)"
 def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], dict[bool, FastRead]]:
     """(most recent first, FTS5 top-k, FTS5 full join) statements, keyed by include_archived."""
     recent, top_k, joined = {}, {}, {}
-    # Ordered by the label: a second bm25() call in ORDER BY, with its own bound weights,
-    # would be scored again for every match.
+    # Ordered by the label: a second bm25() call in ORDER BY would be scored again for every
+    # match.
     rank = literal_column(_RANK, Float).label("score")
     snip = literal_column(_SNIPPET, String)
     for include_archived in (False, True):
@@ -60,7 +60,7 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], di
         if not include_archived:
             conditions.append(notes.c.archived.is_(False))
         recent[include_archived] = FastRead(
-            select(*COLUMNS, notes.c.body)
+            select(*COLUMNS)
             .where(and_(*conditions))
             .order_by(*NEWEST_FIRST)
             .limit(bindparam("limit"))
@@ -190,7 +190,7 @@ def _search_like(
     rows = conn.execute(
         select(*COLUMNS)
         .where(and_(*conditions))
-        .order_by(notes.c.updated_at.desc(), notes.c.id)
+        .order_by(*NEWEST_FIRST)
         .limit(limit)
         .offset(offset)
     )
