@@ -9,7 +9,7 @@ from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.confirm import Action, ConfirmedAction, output_schema_for
 from notes_server.tools.scope import contain, owned_note
-from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
+from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT, note_full
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -47,9 +47,7 @@ class RestoreNote(Tool):
     name = "notes_restore"
     title = "Restore note"
     description = "Bring an archived note back into search results, by id."
-    input_schema = schema(
-        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, ["workspaceUri", "noteId"]
-    )
+    input_schema = NOTE_BY_ID_INPUT
     output_schema = NOTE_OUTPUT
     tool_annotations = tool_hints("Restore note", read_only=False, idempotent=True)
 

@@ -6,16 +6,14 @@ from typing import Any
 
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.scope import owned_note
-from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
+from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT, note_full
 
 
 class ReadNote(Tool):
     name = "notes_read"
     title = "Read note"
     description = "Read one note (title, path, body, version) by id from an authorized workspace."
-    input_schema = schema(
-        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, ["workspaceUri", "noteId"]
-    )
+    input_schema = NOTE_BY_ID_INPUT
     output_schema = NOTE_OUTPUT
     tool_annotations = tool_hints("Read note", read_only=True, idempotent=True)
 

@@ -74,3 +74,9 @@ def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
         "required": required,
         "additionalProperties": False,
     }
+
+
+# The input of the tools that take nothing but one note by id (notes_read, notes_restore).
+NOTE_BY_ID_INPUT = schema(
+    {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, ["workspaceUri", "noteId"]
+)
