@@ -13,7 +13,7 @@ import click
 
 from notes_server import __version__
 from notes_server.cli_http import http_options, serve_http
-from notes_server.config import Settings, build_settings
+from notes_server.config import Settings, SettingsError, build_settings
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -75,7 +75,24 @@ def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]
         engine.dispose()
 
 
+class StartupFailure(click.ClickException):
+    """An operator mistake found at start: one line on stderr, exit code 2, no traceback."""
+
+    exit_code = 2
+
+
+class _Main(click.Group):
+    """The command group; translates settings errors from any command in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SettingsError as exc:
+            raise StartupFailure(str(exc)) from None
+
+
 @click.group(
+    cls=_Main,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="Example: notes-server serve --principal alice",
 )

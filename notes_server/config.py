@@ -7,11 +7,14 @@ import getpass
 import ipaddress
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
+
+from notes_server.dburl import DatabaseUrl, DatabaseUrlError, parse_database_url
+from notes_server.security.keyring import KeyRing
 
 ENV_DB = "NOTES_SERVER_DB"
 ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
@@ -21,8 +24,6 @@ ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
 # Set by `serve --transport http` for its worker processes; not meant to be set by hand.
 ENV_WORKER_CONFIG = "NOTES_SERVER_WORKER_CONFIG"
 DEFAULT_STATE_TTL = 300.0
-# `scheme://user[:password]@`, the user-info part as SQLAlchemy's URL parser reads it.
-_USERINFO = re.compile(r"[\w+]+://[^:/]*(?::[^@]*)?@")
 
 
 def data_dir(env: Mapping[str, str]) -> Path:
@@ -33,7 +34,8 @@ def data_dir(env: Mapping[str, str]) -> Path:
 
 
 def default_db_url(env: Mapping[str, str]) -> str:
-    return f"sqlite:///{data_dir(env) / 'notes.db'}"
+    """The embedded database's URL, percent-encoded: a "%" in $HOME is part of the path."""
+    return f"sqlite:///{quote(str(data_dir(env) / 'notes.db'), safe='/')}"
 
 
 def os_login() -> str:
@@ -59,15 +61,14 @@ class Settings:
     pause_at: str | None = None
 
     @property
+    def database(self) -> DatabaseUrl:
+        """The parsed database URL (parsed once per URL; `build_settings` already checked it)."""
+        return parse_database_url(self.db_url)
+
+    @property
     def sqlite_path(self) -> Path | None:
-        """The database file for a file-backed SQLite URL, else None."""
-        prefix = "sqlite:///"
-        if not self.db_url.startswith(prefix):
-            return None
-        rest = self.db_url[len(prefix) :].split("?", 1)[0]
-        if not rest or rest == ":memory:":
-            return None
-        return Path(rest)
+        """The database file for a SQLite URL (absolute), else None."""
+        return self.database.sqlite_path
 
     @property
     def state_key_file(self) -> Path | None:
@@ -78,13 +79,33 @@ class Settings:
     @property
     def db_display(self) -> str:
         """The database URL without credentials, for banners and logs."""
-        url = self.db_url
-        # Only a URL with a user part (SQLAlchemy's grammar) has credentials; an "@" inside a
-        # SQLite file path (sqlite:////srv/@team/notes.db) is part of the path.
-        if _USERINFO.match(url):
-            scheme, rest = url.split("://", 1)
-            return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
-        return url
+        return self.database.display
+
+
+class SettingsError(ValueError):
+    """A setting the server cannot run with. The CLI prints the message as one line and exits 2;
+    messages name the setting, never a secret's value."""
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _checked_db(raw: str, source: str) -> str:
+    try:
+        return parse_database_url(raw).url
+    except DatabaseUrlError as exc:
+        raise SettingsError(f"{source}: {exc}") from None
+
+
+def _checked_state_keys(spec: str | None) -> str | None:
+    """Parse the keys now, so a typo fails at start rather than at every confirmation."""
+    if spec is None:
+        return None
+    try:
+        KeyRing.parse(spec)
+    except ValueError as exc:
+        raise SettingsError(f"{ENV_STATE_KEYS}: {exc}") from None
+    return spec
 
 
 def resolve_db(db: str | None, env: Mapping[str, str]) -> tuple[str, bool]:
@@ -108,13 +129,17 @@ def build_settings(
     """The one constructor used by the CLI; tests pass `env` explicitly."""
     env = os.environ if env is None else env
     url, is_default = resolve_db(db, env)
+    source = "--db" if db else ENV_DB if not is_default else "the embedded database path"
+    log_level = env.get(ENV_LOG_LEVEL, "INFO").strip().upper()
+    if log_level not in _LOG_LEVELS:
+        raise SettingsError(f"{ENV_LOG_LEVEL}: expected one of {', '.join(_LOG_LEVELS)}")
     return Settings(
-        db_url=url,
+        db_url=_checked_db(url, source),
         db_is_default=is_default,
         principal=principal or env.get(ENV_PRINCIPAL) or os_login(),
-        state_keys=env.get(ENV_STATE_KEYS) or None,
+        state_keys=_checked_state_keys(env.get(ENV_STATE_KEYS) or None),
         state_ttl=DEFAULT_STATE_TTL if state_ttl is None else state_ttl,
-        log_level=env.get(ENV_LOG_LEVEL, "INFO").upper(),
+        log_level=log_level,
         tools_modules=tools_modules,
         pause_at=env.get(ENV_PAUSE_AT) or None,
         sandbox=sandbox,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_server.config import Settings, build_settings, os_login
+from notes_server.config import Settings, SettingsError, build_settings, os_login
 from notes_server.security.keyring import KeyRing
 
 XDG = "/srv/xdg"
@@ -124,8 +124,8 @@ def test_repr_never_shows_state_keys() -> None:
     [
         ("sqlite:////abs/notes.db", Path("/abs/notes.db")),
         ("sqlite:////abs/notes.db?mode=rwc", Path("/abs/notes.db")),
-        ("sqlite:///:memory:", None),
-        ("sqlite://", None),
+        ("sqlite+pysqlite:////abs/notes.db", Path("/abs/notes.db")),
+        ("sqlite:////abs/with%20space/notes.db", Path("/abs/with space/notes.db")),
         ("postgresql://u@h/db", None),
     ],
 )
@@ -136,3 +136,73 @@ def test_sqlite_path_is_known_only_for_file_databases(url: str, path: Path | Non
     assert settings.state_key_file == (
         None if path is None else path.with_name(path.name + ".state-keys")
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:////abs/notes.db",
+        "sqlite+pysqlite:////abs/notes.db",
+        "sqlite:////abs/notes.db?timeout=5",
+    ],
+)
+def test_every_spelling_of_one_sqlite_file_resolves_to_the_same_path(url: str) -> None:
+    settings = build_settings(db=url, env={})
+
+    assert settings.sqlite_path == Path("/abs/notes.db")
+    assert settings.state_key_file == Path("/abs/notes.db.state-keys")
+
+
+def test_a_relative_sqlite_path_is_made_absolute_once_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    settings = build_settings(db="sqlite:///sub/notes.db", env={})
+
+    assert settings.sqlite_path == tmp_path / "sub" / "notes.db"
+    assert settings.db_url == f"sqlite:///{tmp_path}/sub/notes.db"
+
+
+def test_a_percent_in_the_home_directory_stays_part_of_the_embedded_path() -> None:
+    settings = build_settings(env={"XDG_DATA_HOME": "/srv/a%41b"})
+
+    assert settings.sqlite_path == Path("/srv/a%41b/notes-server/notes.db")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite://", "in-memory"),
+        ("sqlite:///:memory:", "in-memory"),
+        ("sqlite+aiosqlite:////abs/notes.db", "unsupported SQLite driver"),
+        ("sqlite:///file:notes.db?uri=true", "'uri' is not supported"),
+        ("sqlite:relative.db", "sqlite:////absolute/path"),
+        ("mysql://user:s3cret@host/db", "unsupported database backend 'mysql'"),
+        ("not a url", "not a URL SQLAlchemy understands"),
+    ],
+)
+def test_a_database_url_that_cannot_work_is_refused_at_start(url: str, message: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        build_settings(db=url, env={})
+
+    assert str(caught.value).startswith("--db: ")
+    assert message in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "spec", ["kid-only", "k1:c2VjcmV0c2VjcmV0", "k1:!!!!", "bad kid!:" + "A" * 43]
+)
+def test_malformed_state_keys_are_refused_at_start_without_echoing_them(spec: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        build_settings(env={"NOTES_SERVER_STATE_KEYS": spec})
+
+    assert str(caught.value).startswith("NOTES_SERVER_STATE_KEYS: ")
+    assert spec not in str(caught.value)
+    assert spec.rpartition(":")[2] not in str(caught.value)
+
+
+def test_an_unknown_log_level_is_refused_at_start() -> None:
+    with pytest.raises(SettingsError, match="NOTES_SERVER_LOG_LEVEL"):
+        build_settings(env={"NOTES_SERVER_LOG_LEVEL": "chatty"})

@@ -11,11 +11,12 @@ import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
 from sqlalchemy.sql.compiler import SQLCompiler
+
+from notes_server.dburl import parse_database_url
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "notes_server_write"
@@ -23,21 +24,14 @@ _WRITE = "notes_server_write"
 
 def make_engine(url: str) -> Engine:
     """Create an engine; for SQLite, install the pragma and BEGIN hooks."""
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    path = _sqlite_file(url)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
+    database = parse_database_url(url)
+    if database.sqlite_path is None:
+        return create_engine(database.url, pool_pre_ping=True)
+    database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(database.url)
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
     return engine
-
-
-def _sqlite_file(url: str) -> Path | None:
-    rest = url.split("///", 1)[1] if "///" in url else ""
-    rest = rest.split("?", 1)[0]
-    return Path(rest) if rest and rest != ":memory:" else None
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -25,7 +25,10 @@ def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
 
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
-    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    # Alembic's Config is a ConfigParser: a bare "%" (a percent-encoded password, a "%" in
+    # $HOME) would be read as interpolation and crash; "%%" stores one literal "%".
+    url = engine.url.render_as_string(hide_password=False)
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
 
 
