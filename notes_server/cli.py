@@ -175,6 +175,8 @@ def serve(
         tools_modules=tools_modules,
         sandbox=sandbox,
     )
+    if transport == "stdio" or http["auth"] == "none":
+        _check_principal(settings.principal)
     setup_logging(settings.log_level)
     if transport == "http":
         serve_http(settings, http)
@@ -198,6 +200,15 @@ def serve(
             sys.stdout.buffer,
             connection=DualEraConnection,
         )
+
+
+def _check_principal(principal: str) -> None:
+    """The principal every request acts as must be a local name, never a JWT user's."""
+    from notes_server.security.principals import local_problem
+
+    problem = local_problem(principal)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="--principal / $NOTES_SERVER_PRINCIPAL")
 
 
 def _confine(settings: Settings) -> str:

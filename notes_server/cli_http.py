@@ -43,6 +43,13 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         help="HTTP: JWKS file with the issuer's public signing keys.",
     ),
     click.option(
+        "--jwt-client-id",
+        "jwt_client_ids",
+        multiple=True,
+        metavar="ID",
+        help="HTTP: accept only JWTs whose azp (or client_id) is this client (repeatable).",
+    ),
+    click.option(
         "--allow-origin",
         "allowed_origins",
         multiple=True,
@@ -71,7 +78,8 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     from notes_server.security.sandbox import SandboxUnavailable, confine
     from notes_server.transports.http_server import StartupError, prepare, run_http
 
-    http = HttpSettings(**{**options, "allowed_origins": tuple(options["allowed_origins"])})
+    tuples = {name: tuple(options[name]) for name in ("allowed_origins", "jwt_client_ids")}
+    http = HttpSettings(**{**options, **tuples})
     try:
         prepare(settings, http)
     except StartupError as exc:

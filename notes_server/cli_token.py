@@ -36,10 +36,12 @@ def token() -> None:
 def create(principal: str, days: int | None, name: str | None, db: str | None) -> None:
     """Create a token that acts as PRINCIPAL; prints the secret once, on stdout."""
     from notes_server.cli import open_database
+    from notes_server.security.principals import local_problem
     from notes_server.security.tokens import create_token
 
-    if not principal.strip() or len(principal) > 200:
-        raise click.BadParameter("must be 1-200 characters", param_hint="PRINCIPAL")
+    problem = local_problem(principal)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="PRINCIPAL")
     expires = None if days is None else timedelta(days=days)
     with open_database(db, announce=True) as engine:
         token_id, secret = create_token(engine, principal, name=name, expires_in=expires)

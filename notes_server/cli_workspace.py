@@ -21,6 +21,15 @@ def _canonical(uri: str) -> str:
         ) from None
 
 
+def _grantable(principal: str) -> str:
+    from notes_server.security.principals import grantable_problem
+
+    problem = grantable_problem(principal)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="PRINCIPAL")
+    return principal
+
+
 @click.group(epilog="Example: notes-server workspace grant alice file:///home/alice/notes")
 def workspace() -> None:
     """Grant, revoke and list which principal may use which workspace."""
@@ -32,12 +41,14 @@ def workspace() -> None:
 @click.option("--role", type=click.Choice(["read", "write"]), default="write", show_default=True)
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None:
-    """Allow PRINCIPAL to use WORKSPACE_URI (a file:/// URI)."""
+    """Allow PRINCIPAL to use WORKSPACE_URI (a file:/// URI). A JWT user's PRINCIPAL is
+    ISSUER|SUBJECT, e.g. 'https://idp.example|alice' (quoted: `|` is a shell pipe)."""
     from notes_server.cli import open_database
     from notes_server.store import grants
     from notes_server.store.engine import write_tx
     from notes_server.tools.services import utc_now
 
+    principal = _grantable(principal)
     canonical = _canonical(workspace_uri)
     with open_database(db, announce=True) as engine, write_tx(engine) as conn:
         created = grants.upsert(conn, principal, canonical, role, utc_now())

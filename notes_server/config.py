@@ -157,6 +157,7 @@ class HttpSettings:
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_jwks: str | None = None
+    jwt_client_ids: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     public_url: str | None = None
     max_body_bytes: int = 4 * 1024 * 1024

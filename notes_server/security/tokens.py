@@ -17,6 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from notes_server.security.principals import SEPARATOR
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
@@ -91,6 +93,10 @@ class TokenVerifier:
             found = tokens.find_active(conn, digest, now)
         if found is None:
             log.info("bearer token rejected: unknown, revoked or expired")
+            return None
+        if SEPARATOR in found.principal:
+            # Created before names were checked: it must not pass for a JWT user (ISSUER|SUB).
+            log.warning("bearer token %d rejected: its principal contains %r", found.id, SEPARATOR)
             return None
         if tokens.needs_touch(found, now):
             with write_tx(self.engine) as conn:

@@ -86,7 +86,9 @@ def build_authenticator(
         from notes_server.security.jwt_auth import JwtVerifier
 
         assert http.jwt_issuer and http.jwt_audience, "checked at start-up"
-        verifier = JwtVerifier(http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks))
+        verifier = JwtVerifier(
+            http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks), http.jwt_client_ids
+        )
     return BearerAuthenticator(TokenVerifier(services.engine), verifier)
 
 

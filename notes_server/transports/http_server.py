@@ -15,6 +15,7 @@ from typing import Any
 from starlette.applications import Starlette
 
 from notes_server.config import HttpSettings, Settings, export_worker_config, worker_config
+from notes_server.security.principals import SEPARATOR
 from notes_server.tools.services import Services
 
 WORKER_APP = "notes_server.transports.http_server:worker_app"
@@ -39,6 +40,11 @@ def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
         return "--jwt-issuer, --jwt-audience and --jwt-jwks must be given together"
     if any(jwt_options) and http.auth == "none":
         return "JWT options need --auth token"
+    if http.jwt_client_ids and not all(jwt_options):
+        return "--jwt-client-id needs --jwt-issuer, --jwt-audience and --jwt-jwks"
+    if http.jwt_issuer and SEPARATOR in http.jwt_issuer:
+        # It names JWT users (`<issuer>|<sub>`); the separator must split them unambiguously.
+        return f"--jwt-issuer must not contain {SEPARATOR!r}"
     if http.workers < 1:
         return "--workers must be at least 1"
     url = http.public_url

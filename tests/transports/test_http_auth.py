@@ -203,10 +203,10 @@ def mint(key: rsa.RSAPrivateKey, **overrides: Any) -> str:
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
 
 
-def test_a_valid_jwt_acts_as_its_subject(
+def test_a_valid_jwt_acts_as_its_issuer_qualified_subject(
     client: TestClient, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    assert principal_of(whoami(client, mint(signing_key))) == "carol"
+    assert principal_of(whoami(client, mint(signing_key))) == f"{ISSUER}|carol"
 
 
 @pytest.mark.parametrize(
