@@ -3,7 +3,10 @@ copy-pasteable: real commands only, and one principal name throughout."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import click
@@ -12,7 +15,8 @@ import pytest
 from notes_server.cli import main
 from notes_server.tools.registry import SHIPPED
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 FENCED = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
 COMMENT = re.compile(r"\s+#.*$", re.MULTILINE)
 # Where the examples name a principal: options, arguments and home directories.
@@ -77,3 +81,20 @@ def test_the_readme_examples_use_one_principal_throughout() -> None:
 @pytest.mark.parametrize("tool", [cls.name for cls in SHIPPED])
 def test_every_shipped_tool_is_documented_in_the_readme(tool: str) -> None:
     assert f"`{tool}`" in README, f"README does not document the tool {tool}"
+
+
+def test_the_readme_raw_stdio_request_creates_a_note(tmp_path: Path) -> None:
+    (block,) = [b for b in FENCED.findall(README) if b.startswith("printf ")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOTES_SERVER_")}
+    env["XDG_DATA_HOME"] = str(tmp_path)
+    grant = [".venv/bin/notes-server", "workspace", "grant", "alice", "file:///home/alice/notes"]
+    subprocess.run(grant, cwd=ROOT, env=env, check=True, capture_output=True, timeout=60)
+
+    result = subprocess.run(
+        ["bash", "-c", block], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["result"]["isError"] is False, reply
+    assert reply["result"]["structuredContent"]["note"]["title"] == "Hello"
