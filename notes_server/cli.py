@@ -232,6 +232,7 @@ def _warm_up(services: Any) -> None:
 
 from notes_server.cli_audit import audit  # noqa: E402
 from notes_server.cli_call import call  # noqa: E402
+from notes_server.cli_host_config import host_config  # noqa: E402
 from notes_server.cli_token import token  # noqa: E402
 from notes_server.cli_workspace import workspace  # noqa: E402
 
@@ -239,3 +240,4 @@ main.add_command(workspace)
 main.add_command(token)
 main.add_command(call)
 main.add_command(audit)
+main.add_command(host_config)

@@ -9,14 +9,28 @@ from notes_server.errors import UriError
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
 
 
+def _principal(principal: str) -> str:
+    """Refuse an empty name before the URI: `grant "$USER" file:///home/$USER/notes` with
+    $USER unset must say so, not complain about the URI's empty segment."""
+    if not principal.strip():
+        raise click.BadParameter(
+            "is empty (was it given as an unset variable such as $USER?); pass the name the "
+            "server runs as, e.g. notes-server workspace grant alice file:///home/alice/notes",
+            param_hint="PRINCIPAL",
+        )
+    return principal
+
+
 def _canonical(uri: str) -> str:
     from notes_server.security.uri import canonical_workspace
 
     try:
         return canonical_workspace(uri)
     except UriError as exc:
+        hint = "; an unset shell variable?" if str(exc) == "empty path segment" else ""
         raise click.BadParameter(
-            f"not an acceptable workspace URI ({exc}); expected e.g. file:///home/alice/notes",
+            f"not an acceptable workspace URI ({exc}{hint}); "
+            "expected e.g. file:///home/alice/notes",
             param_hint="WORKSPACE_URI",
         ) from None
 
@@ -48,7 +62,7 @@ def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None
     from notes_server.store.engine import write_tx
     from notes_server.tools.services import utc_now
 
-    principal = _grantable(principal)
+    principal = _grantable(_principal(principal))
     canonical = _canonical(workspace_uri)
     with open_database(db, announce=True) as engine, write_tx(engine) as conn:
         created = grants.upsert(conn, principal, canonical, role, utc_now())
@@ -66,6 +80,7 @@ def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
     from notes_server.store import grants
     from notes_server.store.engine import write_tx
 
+    principal = _principal(principal)
     canonical = _canonical(workspace_uri)
     with open_database(db) as engine, write_tx(engine) as conn:
         removed = grants.revoke(conn, principal, canonical)

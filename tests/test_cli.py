@@ -156,6 +156,28 @@ def test_a_malformed_workspace_uri_is_a_usage_error(run: Run, uri: str, tmp_path
     assert not default_db(tmp_path).exists()
 
 
+@pytest.mark.parametrize("command", ["grant", "revoke"])
+def test_an_empty_principal_is_named_as_missing_not_blamed_on_the_uri(
+    run: Run, command: str, tmp_path: Path
+) -> None:
+    # What `workspace grant "$USER" file:///home/$USER/notes` becomes with $USER unset.
+    result = run("workspace", command, "", "file:///home//notes")
+
+    assert result.exit_code == 2
+    assert "Invalid value for PRINCIPAL: is empty" in result.output
+    assert "$USER" in result.output
+    assert "notes-server workspace grant alice file:///home/alice/notes" in result.output
+    assert "URI" not in result.output.split("Error:", 1)[1]
+    assert not default_db(tmp_path).exists()
+
+
+def test_an_empty_uri_segment_hints_at_an_unset_shell_variable(run: Run) -> None:
+    result = run("workspace", "grant", "alice", "file:///home//notes")
+
+    assert result.exit_code == 2
+    assert "empty path segment; an unset shell variable?" in result.output
+
+
 def test_revoke_removes_a_grant(run: Run) -> None:
     run("workspace", "grant", "alice", "file:///home/alice/notes")
 
