@@ -13,6 +13,7 @@ import click
 
 from notes_server import __version__
 from notes_server.cli_http import http_options, serve_http
+from notes_server.cli_sandbox import confine_serving
 from notes_server.config import Settings, SettingsError, build_settings
 
 if TYPE_CHECKING:
@@ -141,8 +142,9 @@ def migrate(db: str | None) -> None:
     type=click.Choice(["auto", "require", "off"]),
     default="auto",
     show_default=True,
-    help="Confine the process with Linux Landlock (writes only beside the database and in "
-    "temp dirs; no TCP for embedded SQLite). `require` refuses to serve without it.",
+    help="Confine the process with Linux Landlock and seccomp (writes only to the database "
+    "and its -wal/-shm; no metadata changes; no sockets for stdio on embedded SQLite, no "
+    "outgoing TCP for HTTP). `require` refuses to serve without it.",
 )
 @click.option(
     "--tools-module",
@@ -182,9 +184,11 @@ def serve(
         serve_http(settings, http)
         return
     ensure_schema(settings)
+    # Confine before create_app imports any --tools-module and before the warm-up thread:
+    # Landlock and seccomp bind only the threads created after them.
+    confinement = confine_serving(settings, transport=transport)
     services = Services(settings)
     server = create_app(settings, services)
-    confinement = _confine(settings)
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | "
         f"principal {settings.principal} | MCP 2026-07-28 (2025-11-25 after initialize) "
@@ -209,18 +213,6 @@ def _check_principal(principal: str) -> None:
     problem = local_problem(principal)
     if problem is not None:
         raise click.BadParameter(problem, param_hint="--principal / $NOTES_SERVER_PRINCIPAL")
-
-
-def _confine(settings: Settings) -> str:
-    """Sandbox before any thread starts (Landlock covers only threads created afterwards)."""
-    from notes_server.security.sandbox import SandboxUnavailable, confine
-
-    try:
-        return confine(
-            settings.sandbox, settings.sqlite_path, allow_network=settings.sqlite_path is None
-        )
-    except SandboxUnavailable as exc:
-        raise click.ClickException(f"--sandbox require: {exc}") from None
 
 
 def _warm_up(services: Any) -> None:

@@ -75,7 +75,7 @@ def http_options(func: Any) -> Any:
 def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     """Serve HTTP with already resolved settings; refuse unsafe configurations."""
     from notes_server.cli import ensure_schema
-    from notes_server.security.sandbox import SandboxUnavailable, confine
+    from notes_server.cli_sandbox import confine_serving
     from notes_server.transports.http_server import StartupError, prepare, run_http
 
     tuples = {name: tuple(options[name]) for name in ("allowed_origins", "jwt_client_ids")}
@@ -85,11 +85,8 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
     ensure_schema(settings)
-    try:
-        # Before uvicorn starts any thread or worker; TCP stays allowed: we serve over it.
-        confinement = confine(settings.sandbox, settings.sqlite_path, allow_network=True)
-    except SandboxUnavailable as exc:
-        raise click.ClickException(f"--sandbox require: {exc}") from None
+    # Before uvicorn imports the app or starts any thread or worker (workers inherit it).
+    confinement = confine_serving(settings, transport="http")
     who = f"principal {settings.principal}" if http.auth == "none" else "principal from tokens"
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | {who} | "

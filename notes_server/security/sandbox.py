@@ -1,158 +1,132 @@
-"""The third layer: an OS sandbox (Linux Landlock) for the serving process.
+"""The third layer: an OS sandbox (Linux Landlock + a seccomp filter) for the serving process.
 
 Authorization and containment are checks in our code; this layer holds even if that code is
-wrong. Notes live in the database and no code path opens a file named by a client, so the
-serving process only needs to write beside its database (SQLite's WAL and shm files, the state
-key file) and in the temporary directories. Once `restrict` runs, the kernel refuses every other
-file creation, write, rename or removal, and, for an embedded SQLite deployment, every TCP bind
-and connect. Reads stay allowed (imports happen lazily).
+wrong. Notes live in the database and no code path opens a file named by a client, so once
+confined the serving process may write only its SQLite database file and that file's -wal and
+-shm companions; it can create, remove, rename or link no file anywhere (not even beside the
+database), change no file's mode, owner, times or xattrs, and, for a stdio server on embedded
+SQLite, open no socket at all (TCP, UDP, Unix). Reads stay allowed (imports happen lazily).
 
-Landlock applies to the calling thread and the threads it creates afterwards, so `restrict` must
-run before any worker thread starts.
+Landlock and seccomp bind the calling thread and the threads and processes it creates later,
+so `confine` refuses to run while other threads exist, and callers confine before loading any
+extension code (`--tools-module`), before the warm-up thread and before uvicorn.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-from collections.abc import Iterable
+import sqlite3
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
-SYS_CREATE_RULESET = 444
-SYS_ADD_RULE = 445
-SYS_RESTRICT_SELF = 446
-CREATE_RULESET_VERSION = 1
-RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS = 38
+from notes_server.security import landlock, seccomp
+from notes_server.security.landlock import abi_version
 
-FS_WRITE_FILE = 1 << 1
-FS_REMOVE_DIR = 1 << 4
-FS_REMOVE_FILE = 1 << 5
-FS_MAKE_CHAR = 1 << 6
-FS_MAKE_DIR = 1 << 7
-FS_MAKE_REG = 1 << 8
-FS_MAKE_SOCK = 1 << 9
-FS_MAKE_FIFO = 1 << 10
-FS_MAKE_BLOCK = 1 << 11
-FS_MAKE_SYM = 1 << 12
-FS_REFER = 1 << 13  # ABI 2
-FS_TRUNCATE = 1 << 14  # ABI 3
-NET_BIND_TCP = 1 << 0  # ABI 4
-NET_CONNECT_TCP = 1 << 1  # ABI 4
+__all__ = ["Policy", "SandboxUnavailable", "abi_version", "confine", "policy_for"]
 
-_WRITE_V1 = (
-    FS_WRITE_FILE
-    | FS_REMOVE_DIR
-    | FS_REMOVE_FILE
-    | FS_MAKE_CHAR
-    | FS_MAKE_DIR
-    | FS_MAKE_REG
-    | FS_MAKE_SOCK
-    | FS_MAKE_FIFO
-    | FS_MAKE_BLOCK
-    | FS_MAKE_SYM
-)
+# A connection opened before confinement and kept until exit (see `_hold_open`).
+_KEPT: list[sqlite3.Connection] = []
 
 
 class SandboxUnavailable(RuntimeError):
-    """The kernel (or platform) offers no Landlock; the caller decides whether that is fatal."""
+    """The sandbox cannot be applied; the caller decides whether that is fatal."""
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64)]
+@dataclass(frozen=True)
+class Policy:
+    """What a confined serving process may still do."""
+
+    database: Path | None  # the SQLite file (with its -wal and -shm) it may write, if any
+    tcp_bind: bool
+    tcp_connect: bool
+    sockets: bool  # may create sockets at all (socket(2))
 
 
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+def policy_for(database: Path | None, *, transport: str) -> Policy:
+    """stdio on embedded SQLite needs no network; HTTP listens but never connects out; a
+    database server (no SQLite file) needs its TCP or Unix-socket connection."""
+    if database is None:
+        return Policy(None, tcp_bind=True, tcp_connect=True, sockets=True)
+    if transport == "http":
+        return Policy(database, tcp_bind=True, tcp_connect=False, sockets=True)
+    return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False)
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def abi_version() -> int:
-    """The Landlock ABI the kernel supports, or 0 when there is none."""
-    if os.uname().sysname != "Linux":
-        return 0
+def thread_count() -> int:
+    """Threads in this process: Python's count, or the kernel's when a C extension started
+    threads Python does not know about."""
     try:
-        version = int(_libc().syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION))
-    except (OSError, AttributeError):
-        return 0
-    return max(version, 0)
+        kernel = len(os.listdir("/proc/self/task"))
+    except OSError:
+        kernel = 0
+    return max(threading.active_count(), kernel)
 
 
-def write_rights(abi: int) -> int:
-    rights = _WRITE_V1
-    if abi >= 2:
-        rights |= FS_REFER
-    if abi >= 3:
-        rights |= FS_TRUNCATE
-    return rights
-
-
-def restrict(writable: Iterable[Path], *, deny_tcp: bool) -> int:
-    """Confine this thread (and later threads) to writing under `writable`; returns the ABI."""
-    abi = abi_version()
-    if abi < 1:
-        raise SandboxUnavailable("Landlock is not available on this kernel")
-    libc = _libc()
-    rights = write_rights(abi)
-    attr = _RulesetAttr(rights, NET_BIND_TCP | NET_CONNECT_TCP if deny_tcp and abi >= 4 else 0)
-    size = ctypes.sizeof(_RulesetAttr) if abi >= 4 else ctypes.sizeof(ctypes.c_uint64)
-    ruleset = int(libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), size, 0))
-    if ruleset < 0:
-        raise SandboxUnavailable(
-            f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
-        )
-    try:
-        for directory in writable:
-            _allow(libc, ruleset, directory, rights)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise SandboxUnavailable("prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
-            raise SandboxUnavailable(
-                f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
-            )
-    finally:
-        os.close(ruleset)
-    return abi
-
-
-def _allow(libc: ctypes.CDLL, ruleset: int, directory: Path, rights: int) -> None:
-    if not directory.is_dir():
-        return
-    fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        rule = _PathBeneathAttr(rights, fd)
-        if libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
-            raise SandboxUnavailable(f"landlock_add_rule failed: {os.strerror(ctypes.get_errno())}")
-    finally:
-        os.close(fd)
-
-
-def writable_dirs(database: Path | None) -> list[Path]:
-    """Where a serving process may write: beside its SQLite file, and the temp directories."""
-    import tempfile
-
-    dirs = [Path(tempfile.gettempdir()), Path("/var/tmp")]
-    if database is not None:
-        dirs.insert(0, database.parent)
-    return dirs
-
-
-def confine(mode: str, database: Path | None, *, allow_network: bool) -> str:
+def confine(mode: str, policy: Policy) -> str:
     """Apply the sandbox per `mode` (auto, require, off); return a short status for the banner.
 
-    `require` fails closed: no Landlock means no serving. `auto` serves unconfined with a
-    warning on kernels without Landlock (e.g. macOS, old Linux).
+    `require` fails closed (SandboxUnavailable): no Landlock, no seccomp filter, or other
+    threads already running mean no serving. `auto` serves unconfined and says why.
     """
     if mode == "off":
         return "sandbox off"
-    try:
-        abi = restrict(writable_dirs(database), deny_tcp=not allow_network)
-    except SandboxUnavailable:
+    problem = _precondition_problem()
+    if problem is not None:
         if mode == "require":
-            raise
-        return "sandbox unavailable"
-    return f"sandbox landlock v{abi}"
+            raise SandboxUnavailable(problem)
+        return f"not confined: {problem}"
+    try:
+        files = _hold_open(policy.database) if policy.database is not None else []
+        abi = landlock.restrict(
+            files, deny_bind=not policy.tcp_bind, deny_connect=not policy.tcp_connect
+        )
+    except landlock.LandlockError as exc:
+        if mode == "require":
+            raise SandboxUnavailable(str(exc)) from None
+        return f"not confined: {exc}"
+    try:
+        seccomp.install(deny_sockets=not policy.sockets)
+    except (landlock.LandlockError, seccomp.SeccompError) as exc:
+        if mode == "require":
+            raise SandboxUnavailable(str(exc)) from None
+        return f"sandbox landlock v{abi}, no seccomp: {exc}"
+    return f"sandbox landlock v{abi} + seccomp"
+
+
+def _precondition_problem() -> str | None:
+    if abi_version() < 1:
+        return "Landlock is not available on this kernel"
+    if not seccomp.supported():
+        return "no seccomp filter for this machine"
+    if thread_count() > 1:
+        return "other threads exist"
+    return None
+
+
+def _hold_open(database: Path) -> list[Path]:
+    """Open the database in WAL mode and keep that connection until exit; return the files
+    the confined process may write.
+
+    Landlock rules are per inode and grant no file creation, so the -wal and -shm files must
+    exist before confinement and keep existing: SQLite deletes them when the last connection
+    closes, but only when it can lock the database exclusively, which this open connection
+    (holding its shared lock, as every WAL-mode connection does) prevents. In WAL mode SQLite
+    never creates a -journal file. Created here unconfined, they also get the database's
+    owner and mode from SQLite itself.
+    """
+    try:
+        keeper = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+        keeper.execute("PRAGMA busy_timeout = 30000")
+        mode = keeper.execute("PRAGMA journal_mode = WAL").fetchone()
+        keeper.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except sqlite3.Error as exc:
+        raise landlock.LandlockError(
+            f"cannot prepare the database for confinement: {exc}"
+        ) from None
+    if mode is None or str(mode[0]).lower() != "wal":
+        keeper.close()
+        raise landlock.LandlockError("the database cannot use WAL mode, which confinement needs")
+    _KEPT.append(keeper)
+    companions = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm")]
+    return [database, *(path for path in companions if path.exists())]

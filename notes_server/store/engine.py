@@ -42,6 +42,8 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        # Sorts and statement journals in memory: a sandboxed server may create no temp file.
+        cursor.execute("PRAGMA temp_store = MEMORY")
     finally:
         cursor.close()
 

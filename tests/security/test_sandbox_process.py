@@ -1,13 +1,19 @@
-"""The sandbox layer: a server process cannot write outside its data directory or open TCP
-connections, even when (deliberately wrong) tool code tries to."""
+"""The sandbox layer, on real `serve` processes: a confined server can write only its database
+(and -wal/-shm), change no file metadata and open no socket, even when (deliberately wrong)
+extension code tries, from the first line it runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import stat
 import subprocess
 import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,79 +26,231 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 
-pytestmark = pytest.mark.skipif(abi_version() < 4, reason="needs Landlock ABI >= 4 (Linux)")
+WORKSPACE = "file:///home/alice/notes"
+
+pytestmark = pytest.mark.skipif(
+    abi_version() < 6, reason="needs Landlock ABI >= 6 (Linux 6.12+): TCP rules and scopes"
+)
 
 
-def _escape(tmp_path: Path, sandbox: str, target: Path, port: int) -> dict[str, str]:
-    data = tmp_path / "data"
-    data.mkdir()
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir()
-    # The server's temp dir is writable by design; point it away from the target's directory.
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES), "TMPDIR": str(private_tmp)}
-    url = f"sqlite:///{data / 'notes.db'}"
-    migrate = [sys.executable, "-m", "notes_server", "migrate", "--db", url]
-    subprocess.run(migrate, capture_output=True, env=env, timeout=60, check=True)
-    command = [
-        sys.executable,
-        "-m",
-        "notes_server",
-        "serve",
-        "--db",
-        url,
-        "--principal",
-        "alice",
-        "--sandbox",
-        sandbox,
-        "--tools-module",
-        "escape_tools",
-    ]
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "test_escape",
-            "arguments": {"path": str(target), "port": port},
-            "_meta": META,
-        },
-    }
-    done = subprocess.run(
-        command,
-        input=json.dumps(request).encode() + b"\n",
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=True,
-    )
-    reply = json.loads(done.stdout.decode().splitlines()[0])
-    return dict(reply["result"]["structuredContent"])
+@dataclass
+class Scene:
+    """A $HOME holding the database directory, and targets outside what the server may write."""
+
+    home: Path
+    db: Path
+    outside: Path
+    import_dir: Path
+    tcp: socket.socket
+    udp: socket.socket
+    unix: socket.socket
+
+    def arguments(self) -> dict[str, object]:
+        return {
+            "path": str(self.outside / "escaped.txt"),
+            "port": self.tcp.getsockname()[1],
+            "beside_db": str(self.db.parent / "beside.txt"),
+            "home": str(self.home / ".profile"),
+            "chmod": str(self.outside / "mode.txt"),
+            "utime": str(self.outside / "times.txt"),
+            "udp_port": self.udp.getsockname()[1],
+            "unix": str(self.unix.getsockname()),
+        }
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "HOME": str(self.home),
+            "PYTHONPATH": str(FIXTURES),
+            "ESCAPE_IMPORT_DIR": str(self.import_dir),
+            **extra,
+        }
 
 
 @pytest.fixture
-def listener() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-    yield sock
-    sock.close()
+def scene(tmp_path: Path) -> Iterator[Scene]:
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("mode.txt", "times.txt"):
+        (outside / name).write_text("x", encoding="utf-8")
+        os.chmod(outside / name, 0o644)
+    import_dir = tmp_path / "import"
+    import_dir.mkdir()
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(4)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(str(tmp_path / "agent.sock"))
+    unix.listen(4)
+    yield Scene(home, home / "notes" / "notes.db", outside, import_dir, tcp, udp, unix)
+    for sock in (tcp, udp, unix):
+        sock.close()
 
 
-def test_sandboxed_server_cannot_write_outside_its_data_dir_or_connect(
-    tmp_path: Path, listener: socket.socket
+def _database(scene: Scene) -> str:
+    """Migrate the scene's database and grant alice the workspace; returns its URL."""
+    url = f"sqlite:///{scene.db}"
+    migrate = [sys.executable, "-m", "notes_server", "migrate", "--db", url]
+    grant = [sys.executable, "-m", "notes_server", "workspace", "grant", "--db", url]
+    grant += ["alice", WORKSPACE]
+    for setup in (migrate, grant):
+        subprocess.run(setup, capture_output=True, env=scene.env(), timeout=60, check=True)
+    return url
+
+
+def _serve(
+    scene: Scene, sandbox: str, requests: list[dict[str, object]]
+) -> list[dict[str, object]]:
+    url = _database(scene)
+    command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--principal", "alice"]
+    command += ["--sandbox", sandbox, "--tools-module", "escape_tools"]
+    lines = b"".join(json.dumps(request).encode() + b"\n" for request in requests)
+    done = subprocess.run(
+        command, input=lines, capture_output=True, env=scene.env(), timeout=60, check=True
+    )
+    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+
+def _call(request_id: int, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    params = {"name": name, "arguments": arguments, "_meta": META}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_confined_server_denies_every_escape_yet_still_writes_its_database(scene: Scene) -> None:
+    create = _call(2, "notes_create", {"workspaceUri": WORKSPACE, "title": "kept", "body": "b"})
+    replies = _serve(scene, "require", [_call(1, "test_escape", scene.arguments()), create])
+    result = replies[0]["result"]["structuredContent"]  # type: ignore[index]
+    assert result == {
+        "write": "denied EACCES",
+        "connect": "denied EACCES",
+        "write_beside_db": "denied EACCES",
+        "write_home": "denied EACCES",
+        "chmod": "denied EPERM",
+        "utime": "denied EPERM",
+        "udp_sendto": "denied EACCES",
+        "unix_connect": "denied EACCES",
+        "import_write": "denied EACCES",
+        "thread_write": "denied EACCES",
+    }
+    assert sorted(p.name for p in scene.db.parent.iterdir()) == [
+        "notes.db",
+        "notes.db-shm",
+        "notes.db-wal",
+        "notes.db.state-keys",
+    ]
+    assert not any(scene.outside.glob("escaped*")) and not any(scene.import_dir.iterdir())
+    assert stat.S_IMODE((scene.outside / "mode.txt").stat().st_mode) == 0o644
+    assert (scene.outside / "times.txt").stat().st_mtime > 0
+    created = replies[1]["result"]
+    assert created["isError"] is False and created["structuredContent"]["note"]["title"] == "kept"  # type: ignore[index]
+
+
+def test_the_same_escapes_succeed_without_the_sandbox(scene: Scene) -> None:
+    replies = _serve(scene, "off", [_call(1, "test_escape", scene.arguments())])
+    result = replies[0]["result"]["structuredContent"]  # type: ignore[index]
+    assert result == {
+        "write": "written",
+        "connect": "connected",
+        "write_beside_db": "written",
+        "write_home": "written",
+        "chmod": "changed",
+        "utime": "changed",
+        "udp_sendto": "sent",
+        "unix_connect": "connected",
+        "import_write": "written",
+        "thread_write": "written",
+    }
+    scene.udp.settimeout(10)
+    assert scene.udp.recvfrom(64)[0] == b"escaped"
+    assert (scene.outside / "escaped.txt").read_text(encoding="utf-8") == "escaped"
+    assert stat.S_IMODE((scene.outside / "mode.txt").stat().st_mode) == 0o600
+    assert (scene.outside / "times.txt").stat().st_mtime == 0
+
+
+def _serve_with_early_thread(
+    scene: Scene, sandbox: str, kind: str
+) -> subprocess.CompletedProcess[str]:
+    url = _database(scene)
+    command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--sandbox", sandbox]
+    env = scene.env(EARLY_THREAD=kind, PYTHONPATH=str(FIXTURES / "early_thread"))
+    return subprocess.run(command, input="", capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("kind", ["threading", "native"])
+def test_require_refuses_to_serve_when_other_threads_already_exist(scene: Scene, kind: str) -> None:
+    done = _serve_with_early_thread(scene, "require", kind)
+    assert done.returncode == 2
+    assert done.stderr == "Error: --sandbox require: other threads exist\n"
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("kind", ["threading", "native"])
+def test_auto_serves_unconfined_and_says_so_when_other_threads_exist(
+    scene: Scene, kind: str
 ) -> None:
-    outside = tmp_path / "outside" / "escaped.txt"
-    outside.parent.mkdir()
-    result = _escape(tmp_path, "require", outside, listener.getsockname()[1])
-    assert result == {"write": "denied", "connect": "denied"}
-    assert not outside.exists()
+    done = _serve_with_early_thread(scene, "auto", kind)
+    assert done.returncode == 0
+    assert done.stderr.splitlines()[-1].endswith("| not confined: other threads exist")
 
 
-def test_the_same_escape_succeeds_without_the_sandbox(
-    tmp_path: Path, listener: socket.socket
-) -> None:
-    outside = tmp_path / "outside" / "escaped.txt"
-    outside.parent.mkdir()
-    result = _escape(tmp_path, "off", outside, listener.getsockname()[1])
-    assert result == {"write": "written", "connect": "connected"}
-    assert outside.read_text(encoding="utf-8") == "escaped"
+def _http_post(port: int, message: dict[str, object]) -> dict[str, object]:
+    params = message["params"]
+    assert isinstance(params, dict)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": str(message["method"]),
+        "Mcp-Name": str(params["name"]),
+    }
+    body = json.dumps(message).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", body, headers)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        reply: dict[str, object] = json.loads(response.read())
+    return reply
+
+
+def _wait_for_workers(proc: subprocess.Popen[str], workers: int) -> int:
+    """Read stderr until uvicorn reports its port and every worker has started; the port."""
+    assert proc.stderr is not None
+    port, started = 0, 0
+    while not port or started < workers:
+        line = proc.stderr.readline()
+        assert line, f"server exited with {proc.wait()}"
+        found = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
+        port = int(found.group(1)) if found else port
+        started += "Application startup complete" in line
+    return port
+
+
+def test_confined_http_workers_deny_writes_metadata_and_outgoing_tcp(scene: Scene) -> None:
+    """HTTP keeps sockets (it serves over TCP): UDP and Unix connect stay open, as documented;
+    outgoing TCP is Landlock's to deny. Two workers: spawned workers inherit the sandbox."""
+    url = _database(scene)
+    command = [sys.executable, "-m", "notes_server", "serve", "--transport", "http", "--db", url]
+    command += ["--port", "0", "--workers", "2", "--auth", "none", "--principal", "alice"]
+    command += ["--sandbox", "require", "--tools-module", "escape_tools"]
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=scene.env()
+    ) as proc:
+        try:
+            port = _wait_for_workers(proc, 2)
+            reply = _http_post(port, _call(1, "test_escape", scene.arguments()))
+        finally:
+            proc.terminate()
+    assert reply["result"]["structuredContent"] == {  # type: ignore[index]
+        "write": "denied EACCES",
+        "connect": "denied EACCES",
+        "write_beside_db": "denied EACCES",
+        "write_home": "denied EACCES",
+        "chmod": "denied EPERM",
+        "utime": "denied EPERM",
+        "udp_sendto": "sent",
+        "unix_connect": "connected",
+        "import_write": "denied EACCES",
+        "thread_write": "denied EACCES",
+    }
