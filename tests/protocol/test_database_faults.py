@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy.exc
 from helpers import make_request
 from sqlalchemy import Engine, event
 
 from notes_server.app import create_app
 from notes_server.config import Settings
+from notes_server.errors import to_wire
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants
@@ -123,3 +125,16 @@ def test_an_error_that_is_not_a_database_fault_stays_a_bare_internal_error(
     reply = create(server, "No index")
 
     assert reply["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
+
+
+def test_an_operational_error_from_another_driver_is_the_database_is_unavailable() -> None:
+    class OperationalError(Exception):
+        """What a PEP 249 driver (psycopg, pymysql...) raises when its server is unreachable."""
+
+    refused = OperationalError('connection to server at "10.0.0.5", port 5432 failed')
+    wrapped = sqlalchemy.exc.OperationalError("SELECT 1", {}, refused)
+
+    assert to_wire(wrapped) == {
+        "code": INTERNAL_ERROR,
+        "message": "Internal error: the database is unavailable",
+    }
