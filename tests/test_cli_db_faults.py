@@ -114,3 +114,19 @@ def test_an_unreachable_server_database_is_one_line_without_its_password(
     )
     assert done.stderr.count("\n") == 1 and done.stderr.endswith("\n")
     assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["workspace grant", "token create"])
+def test_a_write_to_a_read_only_database_file_is_one_line_and_exit_status_2(
+    tmp_path: Path, command: str
+) -> None:
+    path = tmp_path / "notes.db"
+    migrated(path)
+    url = f"sqlite:///{path}"
+    with read_only(path):
+        done = run_cli(tmp_path, COMMANDS[command], url)
+
+    assert done.returncode == 2, done.stderr
+    expected = f"notes-server: error: cannot use the database {url}: the database is read-only\n"
+    assert done.stderr == expected
+    assert done.stdout == ""

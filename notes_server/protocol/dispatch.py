@@ -1,7 +1,8 @@
 """Dispatch: one decoded message in, at most one encoded reply out.
 
 The order of checks is the documented one: envelope, `_meta` shape, version, method, params.
-Every result is stamped with serverInfo; every unexpected exception leaves as a bare -32603.
+Every result is stamped with serverInfo; every unexpected exception leaves as a -32603 that
+says nothing more, except that a database fault names its class (read-only, full, busy...).
 """
 
 from __future__ import annotations
