@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from notes_server import __version__
+from notes_server.cli_faults import database_faults
 from notes_server.cli_http import http_options, serve_http
 from notes_server.cli_sandbox import confine_serving
 from notes_server.config import Settings, SettingsError, build_settings
@@ -35,7 +36,13 @@ def setup_logging(level: str) -> None:
 
 
 def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
-    """Migrate the embedded default database on first use; refuse to run others unmigrated."""
+    """Migrate the embedded default database on first use; refuse to run others unmigrated.
+    A database that cannot be used is one line and exit status 2."""
+    with database_faults(settings.db_display):
+        _ensure_schema(settings, announce=announce)
+
+
+def _ensure_schema(settings: Settings, *, announce: bool) -> None:
     from notes_server.store.migrate import HEAD, sqlite_revision
 
     path = settings.sqlite_path
@@ -54,8 +61,10 @@ def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
                 f"database schema is at {current or 'nothing'}, not {HEAD}: "
                 "run `notes-server migrate --db URL` first"
             )
-        migrate.upgrade(engine)
-        if announce:
+        # Serialized: when several processes start on a fresh database, one creates the
+        # schema and the others wait for it, then find it current.
+        before, after = migrate.upgrade(engine)
+        if announce and before != after:
             click.echo(f"created database schema {HEAD} at {settings.db_display}", err=True)
     finally:
         engine.dispose()
@@ -64,16 +73,18 @@ def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
 @contextlib.contextmanager
 def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]:
     """The engine of the database a command names (--db, env, or the embedded default), its
-    schema checked or, for the embedded default, created; disposed when the command is done."""
+    schema checked or, for the embedded default, created; disposed when the command is done.
+    A database fault anywhere inside is one line and exit status 2."""
     from notes_server.store.engine import make_engine
 
     settings = build_settings(db=db)
     ensure_schema(settings, announce=announce)
-    engine = make_engine(settings.db_url)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+    with database_faults(settings.db_display):
+        engine = make_engine(settings.db_url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 class StartupFailure(click.ClickException):
@@ -110,11 +121,12 @@ def migrate(db: str | None) -> None:
     from notes_server.store.engine import make_engine
 
     settings = build_settings(db=db)
-    engine = make_engine(settings.db_url)
-    try:
-        before, after = migrations.upgrade(engine)
-    finally:
-        engine.dispose()
+    with database_faults(settings.db_display):
+        engine = make_engine(settings.db_url)
+        try:
+            before, after = migrations.upgrade(engine)
+        finally:
+            engine.dispose()
     if before == after:
         click.echo(f"{settings.db_display}: already at revision {after}; nothing to do")
     else:

@@ -75,13 +75,15 @@ def http_options(func: Any) -> Any:
 def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     """Serve HTTP with already resolved settings; refuse unsafe configurations."""
     from notes_server.cli import ensure_schema
+    from notes_server.cli_faults import database_faults
     from notes_server.cli_sandbox import confine_serving
     from notes_server.transports.http_server import StartupError, prepare, run_http
 
     tuples = {name: tuple(options[name]) for name in ("allowed_origins", "jwt_client_ids")}
     http = HttpSettings(**{**options, **tuples})
     try:
-        prepare(settings, http)
+        with database_faults(settings.db_display):  # the state key file is created beside it
+            prepare(settings, http)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
     ensure_schema(settings)

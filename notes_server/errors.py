@@ -6,6 +6,7 @@ turns an exception into a JSON-RPC error object. Anything else becomes -32603 wi
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -97,11 +98,59 @@ class StoreError(NotesServerError):
     """A storage-layer failure that is not the client's fault."""
 
 
+class DatabaseFault(McpError):
+    """The database cannot do what was asked (read-only, full, corrupt, busy, unreachable).
+
+    `cause` names the class of fault in words safe for a client: never a path or a statement.
+    """
+
+    code = INTERNAL_ERROR
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"Internal error: {cause}")
+        self.cause = cause
+
+
+# SQLite primary result codes (the low byte of an extended code) and what each means here.
+_SQLITE_CAUSES: dict[int, str] = {
+    3: "permission to the database file was denied",  # SQLITE_PERM
+    5: "the database is busy",  # SQLITE_BUSY
+    6: "the database is busy",  # SQLITE_LOCKED
+    8: "the database is read-only",  # SQLITE_READONLY
+    10: "a disk I/O error occurred",  # SQLITE_IOERR
+    11: "the database file is corrupt",  # SQLITE_CORRUPT
+    13: "the disk is full",  # SQLITE_FULL
+    14: "the database file cannot be opened",  # SQLITE_CANTOPEN
+    26: "the file is not a database",  # SQLITE_NOTADB
+}
+
+
+def database_fault(exc: BaseException) -> DatabaseFault | None:
+    """Classify a driver failure (raw sqlite3, or wrapped by SQLAlchemy as `.orig`) into a
+    DatabaseFault, or None when it is not one (a bug such as a constraint violation stays a
+    plain internal error). The one place that knows what a database error code means."""
+    if isinstance(exc, DatabaseFault):
+        return exc
+    orig = getattr(exc, "orig", None)
+    driver_error = orig if isinstance(orig, BaseException) else exc
+    if isinstance(driver_error, sqlite3.Error):
+        code = getattr(driver_error, "sqlite_errorcode", None)
+        cause = None if code is None else _SQLITE_CAUSES.get(code & 0xFF)
+        return None if cause is None else DatabaseFault(cause)
+    # Another driver: SQLAlchemy files connection and server failures under OperationalError.
+    if orig is not None and type(exc).__name__ == "OperationalError":
+        return DatabaseFault("the database is unavailable")
+    return None
+
+
 def to_wire(exc: BaseException) -> dict[str, Any]:
     """Translate an exception into a JSON-RPC error object (the one translation point)."""
-    if isinstance(exc, McpError):
-        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            error["data"] = exc.data
-        return error
-    return {"code": INTERNAL_ERROR, "message": "Internal error"}
+    if not isinstance(exc, McpError):
+        fault = database_fault(exc)
+        if fault is None:
+            return {"code": INTERNAL_ERROR, "message": "Internal error"}
+        exc = fault
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error

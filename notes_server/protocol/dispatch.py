@@ -1,7 +1,8 @@
 """Dispatch: one decoded message in, at most one encoded reply out.
 
 The order of checks is the documented one: envelope, `_meta` shape, version, method, params.
-Every result is stamped with serverInfo; every unexpected exception leaves as a bare -32603.
+Every result is stamped with serverInfo; every unexpected exception leaves as a -32603 that
+says nothing more, except that a database fault names its class (read-only, full, busy...).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from notes_server.errors import McpError, MethodNotFound, to_wire
+from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
 from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
 from notes_server.protocol.envelope import (
@@ -40,6 +41,25 @@ HANDLERS: dict[str, Handler] = {
     "resources/templates/list": methods.resource_templates_list,
     "resources/read": methods.resources_read,
 }
+
+
+def internal_error(exc: Exception, during: str) -> dict[str, Any]:
+    """The -32603 for an unexpected exception: a database fault names its cause (and is logged
+    in one line, since it is the environment, not a bug); anything else is logged in full."""
+    fault = database_fault(exc)
+    if fault is None:
+        log.exception("internal error while handling %s", during[:64])
+    else:
+        log.error(
+            "database fault while handling %s: %s (%s)", during[:64], fault.cause, exc_text(exc)
+        )
+    return to_wire(exc)
+
+
+def exc_text(exc: BaseException) -> str:
+    """The driver's own words, without SQLAlchemy's statement and parameters."""
+    orig = getattr(exc, "orig", None)
+    return str(orig if isinstance(orig, BaseException) else exc)[:200]
 
 
 class ResourceProvider(Protocol):
@@ -102,9 +122,8 @@ class McpServer:
             if getattr(exc, "reason", None):
                 log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
             return None, to_wire(exc)
-        except Exception:
-            log.exception("internal error while handling %s", request.method[:64])
-            return None, to_wire(RuntimeError())
+        except Exception as exc:
+            return None, internal_error(exc, request.method)
         return result, None
 
     def _dispatch(self, request: Request, principal: str) -> dict[str, Any]:

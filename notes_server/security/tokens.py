@@ -79,11 +79,12 @@ class TokenVerifier:
     def __init__(self, engine: Engine, clock: Callable[[], datetime] = utc_now) -> None:
         self.engine = engine
         self.clock = clock
+        self._touch_failed = False
 
     def principal_for(self, presented: str) -> str | None:
         """The principal of an active token, or None (unknown, revoked or expired)."""
         from notes_server.store import tokens
-        from notes_server.store.engine import read_tx, write_tx
+        from notes_server.store.engine import read_tx
 
         if not looks_like_token(presented):
             return None
@@ -99,6 +100,23 @@ class TokenVerifier:
             log.warning("bearer token %d rejected: its principal contains %r", found.id, SEPARATOR)
             return None
         if tokens.needs_touch(found, now):
-            with write_tx(self.engine) as conn:
-                tokens.touch(conn, found.id, now)
+            self._record_use(found.id, now)
         return found.principal
+
+    def _record_use(self, token_id: int, now: datetime) -> None:
+        """Refresh `last_used_at`, best effort: a database that cannot be written (full disk,
+        read-only) must not lock every client out of reading. Warns once per process."""
+        from notes_server.errors import database_fault
+        from notes_server.store import tokens
+        from notes_server.store.engine import write_tx
+
+        try:
+            with write_tx(self.engine) as conn:
+                tokens.touch(conn, token_id, now)
+        except Exception as exc:
+            fault = database_fault(exc)
+            if fault is None:
+                raise
+            if not self._touch_failed:
+                self._touch_failed = True
+                log.warning("cannot record token use (%s); requests go on", fault.cause)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
 
 HEAD = "0002"
 
@@ -34,25 +34,35 @@ def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
 
 def current_revision(engine: Engine) -> str | None:
     """The stamped revision, or None for an empty database (cheap: no Alembic import)."""
+    with engine.connect() as conn:
+        return _revision(conn)
+
+
+def _revision(conn: Connection) -> str | None:
     from sqlalchemy import inspect
 
-    with engine.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        row = conn.exec_driver_sql("SELECT version_num FROM alembic_version").first()
-        return None if row is None else str(row[0])
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    row = conn.exec_driver_sql("SELECT version_num FROM alembic_version").first()
+    return None if row is None else str(row[0])
 
 
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
-    """Upgrade to `revision`; returns (before, after). Idempotent."""
+    """Upgrade to `revision`; returns (before, after). Idempotent and serialized: the write
+    lock is taken before the version table is read (BEGIN IMMEDIATE on SQLite, waiting up to
+    the busy timeout), so of several concurrent upgrades one migrates and the others then find
+    the schema current and change nothing."""
     from alembic import command
 
-    before = current_revision(engine)
-    with engine.begin() as conn:
+    from notes_server.store.engine import write_tx
+
+    with write_tx(engine) as conn:
+        before = _revision(conn)
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
-    return before, current_revision(engine)
+        after = _revision(conn)
+    return before, after
 
 
 def downgrade(engine: Engine, revision: str) -> None:

@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.dispatch import McpServer, internal_error
 from notes_server.transports.http_auth import (
     METADATA_PATH,
     Authenticator,
@@ -127,11 +127,16 @@ class McpEndpoint:
         )
 
     async def post(self, request: Request) -> Response:
+        """Never plain text: a timeout is 503 and any other failure (authentication included)
+        500, both as a JSON-RPC -32603; a database fault names its cause, nothing else does."""
         try:
             return await self._post(request)
         except TimeoutError:
             log.warning("request timed out after %.0fs", self.http.request_timeout)
             return error_response(503, "Request timed out", code=INTERNAL_ERROR)
+        except Exception as exc:
+            error = internal_error(exc, "an HTTP request")
+            return error_response(500, str(error["message"]), code=INTERNAL_ERROR)
 
     async def _post(self, request: Request) -> Response:
         principal = await self.principal(request)
