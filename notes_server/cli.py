@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from notes_server import __version__
+from notes_server.cli_errors import StartupFailure
 from notes_server.cli_faults import database_faults
 from notes_server.cli_http import http_options, serve_http
 from notes_server.cli_sandbox import confine_serving
@@ -57,7 +58,7 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
         if current == HEAD:
             return
         if not settings.db_is_default:
-            raise click.ClickException(
+            raise StartupFailure(
                 f"database schema is at {current or 'nothing'}, not {HEAD}: "
                 "run `notes-server migrate --db URL` first"
             )
@@ -85,12 +86,6 @@ def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]
             yield engine
         finally:
             engine.dispose()
-
-
-class StartupFailure(click.ClickException):
-    """An operator mistake found at start: one line on stderr, exit code 2, no traceback."""
-
-    exit_code = 2
 
 
 class _Main(click.Group):

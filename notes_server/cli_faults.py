@@ -9,20 +9,15 @@ from __future__ import annotations
 import contextlib
 import errno
 from collections.abc import Iterator
-from typing import IO, Any
 
 import click
 
+from notes_server.cli_errors import StartupFailure
 from notes_server.errors import database_fault
 
 
-class DatabaseUnavailable(click.ClickException):
-    """`notes-server: error: ...` on stderr, exit status 2."""
-
-    exit_code = 2
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"notes-server: error: {self.format_message()}", file=file, err=True)
+class DatabaseUnavailable(StartupFailure):
+    """The database cannot be used; `notes-server: error: ...` on stderr, exit status 2."""
 
 
 def fault_cause(exc: BaseException) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from notes_server import __version__
+from notes_server.cli_errors import StartupFailure
 from notes_server.config import HttpSettings, Settings
 
 _OPTIONS: list[Callable[[Any], Any]] = [
@@ -85,7 +86,7 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
         with database_faults(settings.db_display):  # the state key file is created beside it
             prepare(settings, http)
     except StartupError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise StartupFailure(str(exc)) from None
     ensure_schema(settings)
     # Before uvicorn imports the app or starts any thread or worker (workers inherit it).
     confinement = confine_serving(settings, transport="http")

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import click
-
+from notes_server.cli_errors import StartupFailure
 from notes_server.config import Settings
 
 
-class SandboxRefused(click.ClickException):
+class SandboxRefused(StartupFailure):
     """`--sandbox require` could not be honoured, or its preparation failed: exit 2."""
-
-    exit_code = 2
 
 
 def confine_serving(settings: Settings, *, transport: str) -> str:

@@ -184,7 +184,7 @@ def _serve_with_early_thread(
 def test_require_refuses_to_serve_when_other_threads_already_exist(scene: Scene, kind: str) -> None:
     done = _serve_with_early_thread(scene, "require", kind)
     assert done.returncode == 2
-    assert done.stderr == "Error: --sandbox require: other threads exist\n"
+    assert done.stderr == "notes-server: error: --sandbox require: other threads exist\n"
     assert done.stdout == ""
 
 

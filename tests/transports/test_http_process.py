@@ -148,8 +148,10 @@ def refused(tmp_path: Path, db_url: str, *args: str, env: dict[str, str] | None 
         cwd=tmp_path,
         env=subprocess_env(tmp_path, env),
     )
-    assert completed.returncode != 0
+    assert completed.returncode == 2
     assert "Uvicorn running" not in completed.stderr
+    assert completed.stderr.startswith("notes-server: error: ")
+    assert len(completed.stderr.strip().splitlines()) == 1, completed.stderr
     return completed.stderr
 
 
