@@ -26,7 +26,7 @@ def coerce(name: str, prop: dict[str, Any], raw: str) -> Any:
         values = [value for value, _ in options]
         if raw in values:
             return raw
-        if raw.isdigit() and 1 <= int(raw) <= len(values):
+        if raw.isascii() and raw.isdigit() and len(raw) < 10 and 1 <= int(raw) <= len(values):
             return values[int(raw) - 1]
         raise AnswerError(f"{name}: choose 1-{len(values)} or one of the listed values")
     kind = prop.get("type")

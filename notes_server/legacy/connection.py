@@ -35,7 +35,14 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
-from notes_server.transports.stdio import Frame, LineReader, LineWriter, Oversized, answer
+from notes_server.transports.stdio import (
+    Frame,
+    LineReader,
+    LineWriter,
+    Oversized,
+    answer,
+    guarded,
+)
 
 if TYPE_CHECKING:
     from notes_server.protocol.dispatch import McpServer
@@ -62,7 +69,7 @@ class DualEraConnection:
             self._reply_to(self.backlog.popleft())
 
     def _reply_to(self, frame: Frame) -> None:
-        reply = self._reply(frame)
+        reply = guarded(self._reply, frame)
         if reply is not None:
             self.writer.write(reply)
 

@@ -6,15 +6,26 @@ Pure: bytes in, values out. Errors carry the request id when it could be read sa
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import orjson
 
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
+from notes_server.protocol.values import (
+    MAX_DEPTH,
+    has_surrogate,
+    nests_deeper_than,
+    surrogate_problem,
+)
 
 RequestId = str | int
 _ALLOWED_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_TOO_DEEP = f"Invalid Request: message nests deeper than {MAX_DEPTH} levels"
+# A lone surrogate can only arrive as a `\uD800`-style escape (strict UTF-8 refuses the raw
+# form), so a message without one of these needs no walk.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +66,35 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_json(raw: bytes | str) -> Any:
-    """Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate object keys."""
+    """Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate object keys, at most MAX_DEPTH
+    levels of nesting (deeper values would exhaust the stack of whatever walks them later)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
         raise DecodeFailure(ParseError("Parse error: message is not valid UTF-8"), None) from None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey:
         raise DecodeFailure(InvalidRequest("Invalid Request: duplicate object key"), None) from None
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise DecodeFailure(InvalidRequest(_TOO_DEEP), None) from None
+    except ValueError:
         raise DecodeFailure(ParseError("Parse error: invalid JSON"), None) from None
+    if text.count("{") + text.count("[") > MAX_DEPTH and nests_deeper_than(value):
+        raise DecodeFailure(InvalidRequest(_TOO_DEEP), request_id_of(value))
+    return value
 
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def request_id_of(message: Any) -> RequestId | None:
+    """The id of a parsed message when it has a valid one (to answer even a refused request)."""
+    if isinstance(message, dict) and _valid_id(message.get("id")):
+        request_id: RequestId = message["id"]
+        return request_id
+    return None
 
 
 def decode(raw: bytes | str) -> Request | Notification:
@@ -99,7 +124,26 @@ def decode(raw: bytes | str) -> Request | Notification:
         raise DecodeFailure(InvalidParams("Invalid params: params must be an object"), request_id)
     if request_id is None:
         return Notification(method, params)
+    if _may_hold_surrogate(raw):
+        _refuse_surrogates(method, params, request_id)
     return Request(request_id, method, params)
+
+
+def _may_hold_surrogate(raw: bytes | str) -> bool:
+    if isinstance(raw, str):
+        return has_surrogate(raw) or "\\u" in raw
+    return _SURROGATE_ESCAPE.search(raw) is not None
+
+
+def _refuse_surrogates(method: str, params: dict[str, Any], request_id: RequestId) -> None:
+    """A lone surrogate has no UTF-8 form: the store and the encoder would both fail on it."""
+    if has_surrogate(method):
+        raise DecodeFailure(
+            InvalidRequest("Invalid Request: method contains an unpaired surrogate"), request_id
+        )
+    problem = surrogate_problem(params, "")
+    if problem is not None:
+        raise DecodeFailure(InvalidParams(f"Invalid params: {problem}"), request_id)
 
 
 # orjson writes compact UTF-8 JSON about 6x faster than the stdlib; for strings, integers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
+from notes_server.protocol.values import is_ascii_digits
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
@@ -71,11 +72,15 @@ class NoteResources:
 
 
 def _offset(cursor: str | None) -> int:
+    """Our cursors are exactly `str(k * PAGE)`; any other spelling was not issued here."""
     if cursor is None:
         return 0
-    if not cursor.isdigit() or not 0 < int(cursor) <= MAX_OFFSET + PAGE:
+    if not is_ascii_digits(cursor) or len(cursor) > len(str(MAX_OFFSET + PAGE)):
         raise InvalidParams("Invalid cursor")
-    return int(cursor)
+    offset = int(cursor)
+    if str(offset) != cursor or offset % PAGE or not 0 < offset <= MAX_OFFSET + PAGE:
+        raise InvalidParams("Invalid cursor")
+    return offset
 
 
 def _listing(workspace: str, path: str, title: str, note_id: str) -> dict[str, Any]:

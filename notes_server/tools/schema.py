@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from notes_server.protocol.values import surrogate_problem
+
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "string": (str,),
@@ -27,7 +29,14 @@ def _type_ok(value: Any, expected: str) -> bool:
 
 
 def validate(value: Any, schema: dict[str, Any], where: str = "arguments") -> str | None:
-    """Return None if `value` satisfies `schema`, else one sentence naming the first problem."""
+    """Return None if `value` satisfies `schema`, else one sentence naming the first problem.
+
+    Every string, declared or not, must also be storable: a lone surrogate (from a `\\uD800`
+    escape) has no UTF-8 form, so the database and the encoder would fail on it later."""
+    return _validate(value, schema, where) or surrogate_problem(value, where)
+
+
+def _validate(value: Any, schema: dict[str, Any], where: str) -> str | None:
     expected = schema.get("type")
     if expected is not None and not _type_ok(value, expected):
         return f"{where} must be of type {expected}"
@@ -36,7 +45,7 @@ def validate(value: Any, schema: dict[str, Any], where: str = "arguments") -> st
     if "enum" in schema and value not in schema["enum"]:
         return f"{where} must be one of the allowed values"
     if "oneOf" in schema and not any(
-        validate(value, option, where) is None for option in schema["oneOf"]
+        _validate(value, option, where) is None for option in schema["oneOf"]
     ):
         return f"{where} must be one of the allowed values"
     if isinstance(value, str):
@@ -75,7 +84,7 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str) 
                 return f"{where}.{name} is not an accepted property"
     for name, item in value.items():
         if name in properties:
-            problem = validate(item, properties[name], f"{where}.{name}")
+            problem = _validate(item, properties[name], f"{where}.{name}")
             if problem is not None:
                 return problem
     return None

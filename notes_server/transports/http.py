@@ -28,6 +28,7 @@ from starlette.routing import Route
 from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer, internal_error
+from notes_server.protocol.values import is_ascii_digits
 from notes_server.transports.http_auth import (
     METADATA_PATH,
     Authenticator,
@@ -43,6 +44,8 @@ BODY_READ_TIMEOUT_S = 10.0
 _HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")
 _PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 _T = TypeVar("_T")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_PARAM_VALUE = re.compile(r'[!#$%&\'*+.^_`|~0-9A-Za-z-]+|"[^"\\]*"')
 
 
 async def in_thread(func: Callable[[], _T], timeout: float) -> _T:
@@ -61,25 +64,48 @@ def _media_types(header: str) -> set[str]:
     return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
 
 
+def json_content_type(header: str) -> bool:
+    """`application/json` with any parameters (RFC 9110 §8.3.1), of which `charset`, if given,
+    must be UTF-8: `application/json; charset="UTF-8"; foo=bar` is fine, `charset=latin-1` or a
+    malformed parameter is not."""
+    media, *params = header.split(";")
+    if media.strip().lower() != "application/json":
+        return False
+    for param in params:
+        if not param.strip():
+            continue  # an empty parameter (`application/json;`) is allowed by the grammar
+        name, sep, value = param.strip().partition("=")
+        if not sep or not _TOKEN.fullmatch(name) or not _PARAM_VALUE.fullmatch(value):
+            return False
+        if name.lower() == "charset" and value.strip('"').lower() not in ("utf-8", "utf8"):
+            return False
+    return True
+
+
 def media_problem(request: Request) -> Response | None:
-    """406 unless both response types are acceptable; 415 unless the body is JSON."""
+    """406 unless both response types are acceptable; 415 unless the body is UTF-8 JSON."""
     accepted = _media_types(request.headers.get("accept", ""))
     if not {"application/json", "text/event-stream"} <= accepted:
         return error_response(
             406, "Not Acceptable: Accept must list application/json and text/event-stream"
         )
-    content_type = request.headers.get("content-type", "")
-    media, _, params = content_type.partition(";")
-    charset = params.strip().lower().removeprefix("charset=").strip('"') if params else "utf-8"
-    if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
-        return error_response(415, "Unsupported Media Type: Content-Type must be application/json")
+    if not json_content_type(request.headers.get("content-type", "")):
+        return error_response(
+            415, "Unsupported Media Type: Content-Type must be application/json (UTF-8)"
+        )
     return None
+
+
+def _within(declared: str, limit: int) -> bool:
+    """A Content-Length of ASCII digits only, no longer than the limit's own (so `int` never
+    meets thousands of digits), and at most `limit`."""
+    return is_ascii_digits(declared) and len(declared) <= len(str(limit)) and int(declared) <= limit
 
 
 async def read_body(request: Request, limit: int) -> bytes | Response:
     """The whole body, or 413 past `limit` bytes (checked before and while reading), or 408."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared is not None and not _within(declared, limit):
         return error_response(413, "Payload Too Large")
     chunks: list[bytes] = []
     size = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -35,22 +36,46 @@ def error_response(status: int, message: str, *, code: int = INVALID_REQUEST) ->
     return json_response(status, {"jsonrpc": "2.0", "id": None, "error": error})
 
 
+# RFC 9110 Host / RFC 6454 Origin, strictly: a reg-name or IPv4 (letters, digits, dots,
+# hyphens) or a bracketed IPv6 literal, then at most an ASCII port. No userinfo, no path, no
+# list, no spaces: anything else is refused rather than half-parsed.
+_HOST = r"(?P<host>[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::(?P<port>[0-9]{1,5}))?"
+_HOST_VALUE = re.compile(_HOST)
+_ORIGIN_VALUE = re.compile(r"(?P<scheme>https?)://" + _HOST + "/?")
+
+
 def is_loopback_name(host: str) -> bool:
-    host = host.lower().strip("[]")
+    """`localhost`, or an IPv4 / bracketed IPv6 loopback literal (as a Host header spells it)."""
     if host == "localhost":
         return True
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(literal)
     except ValueError:
         return False
+    return address.is_loopback and (address.version == 4) == (literal == host)
 
 
-def host_name(value: str) -> str:
-    """The host part of a `Host` header value (`name`, `name:port`, `[v6]:port`)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[: value.find("]") + 1] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+def _parsed(pattern: re.Pattern[str], value: str) -> str | None:
+    """The lower-cased host of a strictly well-formed value, or None."""
+    match = pattern.fullmatch(value.lower())
+    if match is None:
+        return None
+    port = match.group("port")
+    if port is not None and int(port) > 65535:
+        return None
+    return match.group("host")
+
+
+def host_name(value: str) -> str | None:
+    """The host part of a `Host` header value (`name`, `name:port`, `[v6]:port`), or None
+    when the value is anything else (a list, a userinfo, a suffix after the port...)."""
+    return _parsed(_HOST_VALUE, value)
+
+
+def origin_host(value: str) -> str | None:
+    """The host of an `Origin` that is exactly `http(s)://host[:port]`, or None."""
+    return _parsed(_ORIGIN_VALUE, value)
 
 
 class OriginHostGuard:
@@ -81,13 +106,14 @@ class OriginHostGuard:
         if len(values) != 1:
             return False
         name = host_name(values[0])
+        if name is None:
+            return False
         return is_loopback_name(name) or (name.strip("[]") == self.public_host)
 
     def origin_allowed(self, origin: str) -> bool:
-        origin = origin.strip().lower().rstrip("/")
-        if origin in self.origins:
-            return True
-        if not self.loopback:
+        host = origin_host(origin)
+        if host is None:
             return False
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and is_loopback_name(parts.hostname or "")
+        if origin.lower().rstrip("/") in self.origins:
+            return True
+        return self.loopback and is_loopback_name(host)

@@ -12,11 +12,12 @@ reader while it handles one and may write extra lines (the 2025-11-25 adapter in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import BinaryIO, Final, Protocol
 
 from notes_server.errors import InvalidRequest, to_wire
 from notes_server.protocol.dispatch import McpServer
-from notes_server.protocol.envelope import encode_error
+from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -75,6 +76,32 @@ def answer(server: McpServer, principal: str, frame: Frame) -> bytes | None:
     return server.handle_raw(frame, principal)
 
 
+def internal_error(frame: Frame) -> bytes | None:
+    """-32603 for a frame whose handling failed unexpectedly (with its id when it has one);
+    None for a notification, which is never answered, not even with an error."""
+    message = None
+    if not isinstance(frame, Oversized):
+        try:
+            message = parse_json(frame)
+        except DecodeFailure:
+            message = None
+    if isinstance(message, dict) and "id" not in message:
+        return None
+    return encode_error(request_id_of(message), to_wire(RuntimeError()))
+
+
+def guarded(reply: Callable[[Frame], bytes | None], frame: Frame) -> bytes | None:
+    """`reply(frame)`, or `internal_error(frame)` when it raises: one bad message never ends
+    the connection. The traceback goes to the log (stderr), never to the client."""
+    try:
+        return reply(frame)
+    except BrokenPipeError:
+        raise  # stdout is gone: there is no one left to answer
+    except Exception:
+        log.exception("internal error while handling a message")
+        return internal_error(frame)
+
+
 class Connection(Protocol):
     def receive(self, frame: Frame) -> None:
         """Handle one frame; write any replies before returning."""
@@ -97,9 +124,12 @@ class StatelessConnection:
         self.writer = writer
 
     def receive(self, frame: Frame) -> None:
-        reply = answer(self.server, self.principal, frame)
+        reply = guarded(self._answer, frame)
         if reply is not None:
             self.writer.write(reply)
+
+    def _answer(self, frame: Frame) -> bytes | None:
+        return answer(self.server, self.principal, frame)
 
 
 def serve_stdio(
@@ -109,8 +139,12 @@ def serve_stdio(
     stdout: BinaryIO,
     connection: ConnectionFactory = StatelessConnection,
 ) -> None:
-    """Serve until EOF on stdin."""
+    """Serve until EOF on stdin. A connection that raises anyway still costs only that one
+    message; a failure to write the reply (stdout closed) ends serving."""
     reader = LineReader(stdin)
-    handler = connection(server, principal, reader, LineWriter(stdout))
+    writer = LineWriter(stdout)
+    handler = connection(server, principal, reader, writer)
     while (frame := reader.next_frame()) is not None:
-        handler.receive(frame)
+        reply = guarded(handler.receive, frame)
+        if reply is not None:
+            writer.write(reply)

@@ -202,6 +202,8 @@ def test_a_lone_surrogate_in_an_id_is_echoed_as_an_escape_not_a_crash() -> None:
 
 
 ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
+# What UTF-8 can carry: everything but lone surrogates (category Cs), which are refused.
+STORABLE_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 
 
 @given(ANY_TEXT)
@@ -226,8 +228,10 @@ def test_arbitrary_bytes_either_decode_or_fail_with_an_encodable_error(raw: byte
 
 @given(
     request_id=st.one_of(ANY_TEXT, st.integers()),
-    method=ANY_TEXT.filter(bool),
-    params=st.dictionaries(ANY_TEXT, st.one_of(st.none(), st.booleans(), ANY_TEXT), max_size=4),
+    method=STORABLE_TEXT.filter(bool),
+    params=st.dictionaries(
+        STORABLE_TEXT, st.one_of(st.none(), st.booleans(), STORABLE_TEXT), max_size=4
+    ),
 )
 def test_any_well_formed_request_decodes_to_what_was_sent(
     request_id: str | int, method: str, params: dict[str, Any]
@@ -235,6 +239,28 @@ def test_any_well_formed_request_decodes_to_what_was_sent(
     raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
     assert decode(raw.encode()) == Request(request_id, method, params)
+
+
+@given(
+    request_id=st.one_of(ANY_TEXT, st.integers()),
+    method=ANY_TEXT.filter(bool),
+    params=st.dictionaries(ANY_TEXT, st.one_of(st.none(), st.booleans(), ANY_TEXT), max_size=4),
+)
+def test_a_request_with_a_lone_surrogate_is_refused_with_its_id_or_decodes_exactly(
+    request_id: str | int, method: str, params: dict[str, Any]
+) -> None:
+    raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    lone = any("\ud800" <= c <= "\udfff" for c in method + json.dumps(params, ensure_ascii=False))
+
+    try:
+        decoded = decode(raw.encode())
+    except DecodeFailure as failure:
+        assert lone
+        assert failure.error.code in (INVALID_REQUEST, INVALID_PARAMS)
+        assert failure.request_id == request_id
+    else:
+        assert not lone
+        assert decoded == Request(request_id, method, params)
 
 
 def _stdlib(value: Any) -> bytes:
