@@ -208,6 +208,6 @@ def test_an_unmigrated_explicit_database_is_refused_with_a_hint(
 ) -> None:
     process = spawn_server(db_url=f"sqlite:///{tmp_path}/elsewhere.db")
 
-    assert process.close() == 1
+    assert process.close() == 2
     assert process.transcript == []
     assert "notes-server migrate" in process.stderr_text()
