@@ -27,6 +27,7 @@ from notes_server.tools.confirm_form import (
     form_schema,
     output_schema_for,
     require_form_elicitation,
+    said_no,
 )
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.views import TITLE, WORKSPACE_URI, schema
@@ -71,7 +72,7 @@ class ConfirmedAction(Tool):
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
             return self.cancel(claims)
-        if kind == "decline":
+        if kind == "decline" or (kind == "accept" and said_no(answer)):
             return self.decline(ctx, args, claims)
         if kind == "accept":
             return self.accept(ctx, args, claims, chosen_note(answer, claims))

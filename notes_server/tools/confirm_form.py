@@ -101,6 +101,19 @@ def form_schema(action: Action, shown: list[NoteRecord]) -> dict[str, Any]:
     }
 
 
+def said_no(answer: dict[str, Any]) -> bool:
+    """An accepted form whose confirmation box is answered "no": the person declined.
+
+    Only the form's own fields may be present and `confirm` must be exactly false; whichever
+    note was picked does not matter, since nothing will be done to it."""
+    content = answer.get("content")
+    return (
+        isinstance(content, dict)
+        and set(content) <= {"note_id", "confirm"}
+        and content.get("confirm") is False
+    )
+
+
 def chosen_note(answer: dict[str, Any], claims: dict[str, Any]) -> str:
     """Validate an accept answer against the form that was asked: never infer consent."""
     content = answer.get("content")

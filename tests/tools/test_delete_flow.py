@@ -370,7 +370,6 @@ def test_accept_with_confirm_applies_once_records_the_nonce_and_one_audit_row(
 
 
 INVALID_ANSWERS: dict[str, Any] = {
-    "confirm-false": accept("OFFERED", confirm=False),
     "confirm-string": accept("OFFERED", confirm="true"),
     "confirm-one": accept("OFFERED", confirm=1),
     "content-missing": {"action": "accept"},
@@ -452,6 +451,35 @@ def test_decline_consumes_the_state_audits_it_and_changes_nothing(flow: Flow, ki
         "note_path": None,
         "nonce": claims["n"],
     }
+
+
+SAID_NO: dict[str, Any] = {
+    "offered-note": accept("OFFERED", confirm=False),
+    "note-not-offered": accept("NOT-OFFERED", confirm=False),
+    "no-note-picked": {"action": "accept", "content": {"confirm": False}},
+}
+
+
+@per_kind
+@pytest.mark.parametrize("case", list(SAID_NO))
+def test_accepting_the_form_with_confirm_false_is_a_decline(
+    flow: Flow, kind: Kind, case: str
+) -> None:
+    note = flow.seed(TITLE, "tps.md")
+    other = flow.seed("Another title", "other.md")
+    state, _ = flow.ask(kind, TITLE)
+    claims = flow.services.sealer.open(state)
+
+    reply = flow.answer(kind, TITLE, state, _fill(SAID_NO[case], note.id, other.id))
+
+    assert structured(reply) == not_done(kind, "declined")
+    assert unchanged(flow, note) and unchanged(flow, other)
+    [nonce] = flow.rows("consumed_nonces")
+    assert (nonce["nonce"], nonce["outcome"]) == (claims["n"], "declined")
+    [row] = flow.rows("audit_log")
+    assert (row["outcome"], row["note_id"], row["nonce"]) == ("declined", None, claims["n"])
+    assert error_of(flow.answer(kind, TITLE, state, accept(note.id))) == STATE_ERROR
+    assert unchanged(flow, note)
 
 
 @per_kind
