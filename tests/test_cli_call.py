@@ -139,7 +139,7 @@ def test_call_with_scripted_answers_deletes_the_chosen_note(tmp_path: Path, url:
 
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == deleted(newer)
-    assert f"2 notes titled 'TPS report' match in {WS}." in run.stderr
+    assert f"2 notes match 'TPS report' in {WS}." in run.stderr
     assert counts(url) == (1, 1, 1)
     assert note_ids(url) == {older.id}
     assert audit_outcomes(url) == [("notes_delete", "deleted", newer.id)]
@@ -261,8 +261,8 @@ def test_call_prints_a_tool_error_and_exits_non_zero(tmp_path: Path, url: str) -
 
     assert run.returncode == 1
     assert run.stdout == (
-        "No matching note in this workspace: no note titled 'TPS report' to delete. "
-        "Use notes_search to find the exact title.\n"
+        "No matching note in this workspace: no note title contains 'TPS report', so there "
+        "is nothing to delete. Use notes_search to find the note's title.\n"
     )
     assert counts(url) == (1, 0, 0)
 
