@@ -30,6 +30,7 @@ from confirm_support import (
     complete,
     error_of,
     expected_form,
+    iso,
     note_uri,
     structured,
     tool_error,
@@ -194,6 +195,25 @@ def test_like_wildcards_in_the_title_match_only_themselves(
 
     offered = request["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
     assert [choice["const"] for choice in offered] == [by_title[t].id for t in expected]
+
+
+@per_kind
+def test_the_form_never_shows_two_candidates_alike_even_for_titles_stored_before_the_checks(
+    flow: Flow, kind: Kind
+) -> None:
+    plain = flow.seed("TPS report", "a.md")
+    hidden = flow.seed("TPS\u200b report", "b.md")  # written before titles were checked
+    spaced = flow.seed("TPS \u00a0report\u2003", "c.md")
+
+    _, request = flow.ask(kind, "TPS")
+
+    offered = request["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    updated = iso(flow.clock())
+    assert sorted(offered, key=lambda choice: str(choice["title"])) == [
+        {"const": plain.id, "title": f"TPS report \u2014 a.md (updated {updated})"},
+        {"const": spaced.id, "title": f"TPS report \u2014 c.md (updated {updated})"},
+        {"const": hidden.id, "title": f"TPS<U+200B> report \u2014 b.md (updated {updated})"},
+    ]
 
 
 @per_kind
