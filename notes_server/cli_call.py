@@ -57,15 +57,10 @@ def _answer(
         raise click.ClickException(f"cannot answer input request {request.get('method')!r}")
     params = request.get("params", {})
     click.echo(params.get("message", ""), err=True)
+    # A person at a terminal just fills the form (note, then yes/no): answering "no" is how
+    # they decline, and Ctrl-C cancels. Only scripts name an action.
     interactive = sys.stdin.isatty() and not scripted and action is None
-    chosen = action or ("accept" if scripted or not interactive else None)
-    if chosen is None:
-        chosen = click.prompt(
-            "accept, decline or cancel",
-            type=click.Choice(["accept", "decline", "cancel"]),
-            default="accept",
-            err=True,
-        )
+    chosen = action or "accept"
     if chosen != "accept":
         return {"action": chosen}
     prompt = (lambda text: str(click.prompt(text, err=True))) if interactive else None

@@ -139,7 +139,7 @@ def test_call_with_scripted_answers_deletes_the_chosen_note(tmp_path: Path, url:
 
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == deleted(newer)
-    assert f"2 notes titled 'TPS report' match in {WS}." in run.stderr
+    assert f"2 notes match 'TPS report' in {WS}." in run.stderr
     assert counts(url) == (1, 1, 1)
     assert note_ids(url) == {older.id}
     assert audit_outcomes(url) == [("notes_delete", "deleted", newer.id)]
@@ -221,17 +221,12 @@ def test_call_without_an_answer_and_without_a_terminal_names_the_missing_field(
     ("principal", "answers", "message"),
     [
         (
-            "alice",
-            ("--answer", "note_id=1", "--answer", "confirm=n"),
-            "Invalid confirmation: choose one of the offered notes and confirm it",
-        ),
-        (
             "bob",
             ("--answer", "note_id=1", "--answer", "confirm=y"),
             "Workspace is not available to this principal",
         ),
     ],
-    ids=["not-confirmed", "not-authorized"],
+    ids=["not-authorized"],
 )
 def test_call_exits_non_zero_with_the_json_rpc_error_code(
     tmp_path: Path, url: str, principal: str, answers: tuple[str, ...], message: str
@@ -246,6 +241,19 @@ def test_call_exits_non_zero_with_the_json_rpc_error_code(
     assert counts(url) == (1, 0, 0)
 
 
+def test_call_answering_no_to_the_confirmation_declines_and_keeps_the_note(
+    tmp_path: Path, url: str
+) -> None:
+    prepare(url, (TITLE, "a.md", OLDER))
+
+    run = run_call(tmp_path, *delete_args(url, "--answer", "note_id=1", "--answer", "confirm=n"))
+
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"deleted": False, "outcome": "declined"}
+    assert counts(url) == (1, 1, 1)
+    assert audit_outcomes(url) == [("notes_delete", "declined", None)]
+
+
 def test_call_prints_a_tool_error_and_exits_non_zero(tmp_path: Path, url: str) -> None:
     prepare(url, ("Something else", "a.md", OLDER))
 
@@ -253,8 +261,8 @@ def test_call_prints_a_tool_error_and_exits_non_zero(tmp_path: Path, url: str) -
 
     assert run.returncode == 1
     assert run.stdout == (
-        "No matching note in this workspace: no note titled 'TPS report' to delete. "
-        "Use notes_search to find the exact title.\n"
+        "No matching note in this workspace: no note title contains 'TPS report', so there "
+        "is nothing to delete. Use notes_search to find the note's title.\n"
     )
     assert counts(url) == (1, 0, 0)
 
@@ -276,8 +284,8 @@ def test_call_asks_in_the_terminal_when_nothing_is_scripted(tmp_path: Path, url:
     older, newer = prepare(url, (TITLE, "a.md", OLDER), (TITLE, "b.md", NEWER))
     leader, follower = os.openpty()
     try:
-        # Typed ahead: the terminal queues one line per prompt (action, note, confirm).
-        os.write(leader, b"accept\n2\ny\n")
+        # Typed ahead: the terminal queues one line per prompt (note, then confirm).
+        os.write(leader, b"2\ny\n")
         run = run_call(tmp_path, *delete_args(url), stdin=follower)
     finally:
         os.close(follower)
@@ -285,9 +293,55 @@ def test_call_asks_in_the_terminal_when_nothing_is_scripted(tmp_path: Path, url:
 
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == deleted(older)
-    assert "accept, decline or cancel" in run.stderr
+    assert "accept, decline or cancel" not in run.stderr
     assert f"  1. TPS report \u2014 b.md (updated {NEWER.isoformat()}Z)" in run.stderr
     assert f"  2. TPS report \u2014 a.md (updated {OLDER.isoformat()}Z)" in run.stderr
     assert "Yes, permanently delete this note [y/n]" in run.stderr
     assert counts(url) == (1, 1, 1)
     assert note_ids(url) == {newer.id}
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_call_in_the_terminal_asks_for_the_note_then_yes_no_and_no_declines(
+    tmp_path: Path, url: str
+) -> None:
+    prepare(url, (TITLE, "a.md", OLDER), (TITLE, "b.md", NEWER))
+    leader, follower = os.openpty()
+    try:
+        os.write(leader, b"1\nn\n")
+        run = run_call(tmp_path, *delete_args(url), stdin=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"deleted": False, "outcome": "declined"}
+    note_prompt = run.stderr.index("Note:")
+    assert run.stderr.index("  1. TPS report") < note_prompt
+    assert note_prompt < run.stderr.index("Yes, permanently delete this note [y/n]")
+    assert counts(url) == (2, 1, 1)
+    assert audit_outcomes(url) == [("notes_delete", "declined", None)]
+
+
+def test_the_terminal_form_asks_yes_no_questions_after_the_choice_whatever_the_order() -> None:
+    from notes_server.client.forms import fill_form
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean", "title": "Yes, delete it"},
+            "note_id": {"type": "string", "title": "Note", "oneOf": [{"const": "n1"}]},
+        },
+        "required": ["confirm", "note_id"],
+    }
+    asked: list[str] = []
+    replies = iter(["1", "y"])
+
+    def prompt(text: str) -> str:
+        asked.append(text)
+        return next(replies)
+
+    content = fill_form(schema, {}, prompt, lambda line: None)
+
+    assert asked == ["Note", "Yes, delete it [y/n]"]
+    assert content == {"note_id": "n1", "confirm": True}

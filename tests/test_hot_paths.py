@@ -171,20 +171,39 @@ def test_fast_search_reads_equal_the_core_reads(migrated_engine: Engine) -> None
         assert [h.note.id for h in hits] == [created[5].id]
 
 
-def test_title_lookups_use_the_title_index_without_statistics(migrated_engine: Engine) -> None:
+def test_candidate_lookups_scan_only_the_title_index_without_statistics(
+    migrated_engine: Engine,
+) -> None:
     _seed(migrated_engine)
     with read_tx(migrated_engine) as conn:
-        compiled = notes._BY_TITLE[True].statement.compile(dialect=conn.dialect)
+        compiled = notes._CANDIDATES.statement.compile(dialect=conn.dialect)
         params = compiled.construct_params(
-            {"workspace": WS, "title_key": "same title", "archived": False, "limit": 11}
+            {
+                "workspace": WS,
+                "title_key": "same",
+                "archived": False,
+                "limit": 10,
+            }
         )
         ordered = [params[name] for name in compiled.positiontup or []]
         plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(ordered)).all()
-        found = notes.find_by_title(conn, WS, "SAME title", archived=False, limit=11)
+        found, total = notes.find_candidates(conn, WS, "SAME", limit=10)
     details = " | ".join(str(row[-1]) for row in plan)
-    assert "ix_notes_workspace_title" in details, details
+    assert "COVERING INDEX ix_notes_workspace_title" in details, details
     assert "ix_notes_workspace_updated" not in details, details
-    assert len(found) == 11 and all(not n.archived for n in found)
+    assert len(found) == 10 and total == 29 and all(not n.archived for n in found)
+
+
+def test_fast_candidate_reads_equal_the_core_reads(migrated_engine: Engine) -> None:
+    _seed(migrated_engine)
+    values = {"workspace": WS, "title_key": "title", "archived": False}
+    with read_tx(migrated_engine) as conn:
+        fast = notes._CANDIDATES.all(conn, {**values, "limit": 10})
+        core = conn.execute(notes._CANDIDATES.statement, {**values, "limit": 10}).all()
+    assert [notes.NoteRecord.from_driver_row(r) for r in fast] == [
+        notes.NoteRecord.from_row(r) for r in core
+    ]
+    assert {r[-1] for r in fast} == {r[-1] for r in core} == {29}
 
 
 def _run_probe(probe: str) -> Any:

@@ -45,6 +45,12 @@ def coerce(name: str, prop: dict[str, Any], raw: str) -> Any:
     return raw
 
 
+def _yes_no_last(properties: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Fields in form order, except that yes/no questions come after everything else: a
+    confirmation is asked about what was already chosen, never before it."""
+    return sorted(properties.items(), key=lambda item: item[1].get("type") == "boolean")
+
+
 def fill_form(
     schema: dict[str, Any],
     scripted: Mapping[str, str],
@@ -53,7 +59,7 @@ def fill_form(
 ) -> dict[str, Any]:
     """Build `content` for an accepted form; ask for what was not scripted, if we may."""
     content: dict[str, Any] = {}
-    for name, prop in schema.get("properties", {}).items():
+    for name, prop in _yes_no_last(schema.get("properties", {})):
         label = prop.get("title", name)
         if name in scripted:
             content[name] = coerce(name, prop, scripted[name])

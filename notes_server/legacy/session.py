@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled
 from notes_server.legacy.translate import (
+    CONFIRMATION_EXPIRED,
     LEGACY_METHODS,
     NEEDS_ELICITATION,
     SERVER_REQUESTS,
     TOO_MANY_ROUNDS,
+    expired_confirmation,
     initialize_result,
     input_response,
     legacy_error,
@@ -125,6 +127,8 @@ class LegacyHandler:
             rounds += 1
             request = Request(request.id, request.method, self._retry(request, result))
             result, error = self._dispatch(request)
+        if rounds and error is not None and expired_confirmation(error):
+            return tool_error_result(CONFIRMATION_EXPIRED), None
         return result, error
 
     def _retry(self, request: Request, required: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, TypeGuard
 
-from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY
+from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED
 from notes_server.protocol.versions import (
     LATEST,
     META_CAPABILITIES,
@@ -45,6 +45,11 @@ NEEDS_ELICITATION = (
 TOO_MANY_ROUNDS = (
     "The confirmation did not complete after {rounds} rounds of questions, so nothing was "
     "changed. Call the tool again to start over."
+)
+
+CONFIRMATION_EXPIRED = (
+    "The confirmation expired before the user answered it (it is valid for a limited time), "
+    "so nothing was changed. Call the tool again to ask the user again."
 )
 
 
@@ -159,6 +164,15 @@ def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
 def tool_error_result(text: str) -> dict[str, Any]:
     """A legacy CallToolResult that tells the model what went wrong."""
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def expired_confirmation(error: dict[str, Any]) -> bool:
+    """The core refused the requestState that came with the user's answer.
+
+    The adapter passes on only states the core itself just issued, unchanged, so the answer
+    came too late (or the keys changed meanwhile): either way, asking again is the remedy, and
+    a 2025-11-25 host shows a tool error to the model, where a JSON-RPC error is a dead end."""
+    return error.get("code") == INVALID_PARAMS and error.get("message") == STATE_REJECTED
 
 
 def needs_capability(method: str, error: dict[str, Any]) -> bool:

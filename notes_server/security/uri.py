@@ -53,6 +53,17 @@ _CONFUSABLES = frozenset(
     }
 )
 
+# Not whitespace to Unicode, yet they render as nothing visible.
+_BLANK_LETTERS = frozenset(
+    {
+        "\u115f",  # HANGUL CHOSEONG FILLER
+        "\u1160",  # HANGUL JUNGSEONG FILLER
+        "\u2800",  # BRAILLE PATTERN BLANK
+        "\u3164",  # HANGUL FILLER
+        "\uffa0",  # HALFWIDTH HANGUL FILLER
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceUri:
@@ -131,6 +142,34 @@ def parse_note_path(text: str) -> tuple[str, ...]:
     segments = tuple(text.split("/"))
     _check_segments(segments)
     return segments
+
+
+def parse_new_note_path(text: str) -> tuple[str, ...]:
+    """``parse_note_path`` for a path a client asks to write: each segment must also look like
+    no other, so two paths shown side by side in a confirmation form never read the same.
+
+    Refused on top of ``parse_note_path``: leading or trailing whitespace of any Unicode kind,
+    space separators other than the ASCII space, and letters that render blank (Hangul fillers,
+    the braille blank). Paths stored before this check still parse with ``parse_note_path``.
+    """
+    segments = parse_note_path(text)
+    for segment in segments:
+        _check_visible(segment)
+    return segments
+
+
+def _check_visible(segment: str) -> None:
+    # Quoted with non-ASCII escaped: the message must show what the segment cannot.
+    shown = "'" + segment.encode("ascii", "backslashreplace").decode("ascii") + "'"
+    if segment[0].isspace() or segment[-1].isspace():
+        raise UriError(f"path segment {shown} starts or ends with whitespace")
+    if segment.isascii():
+        return
+    for ch in segment:
+        if unicodedata.category(ch) == "Zs" and ch != " ":
+            raise UriError(f"path segment {shown} contains the space U+{ord(ch):04X}")
+        if ch in _BLANK_LETTERS:
+            raise UriError(f"path segment {shown} contains the blank U+{ord(ch):04X}")
 
 
 def _parse_file_uri(text: str) -> tuple[str, ...]:

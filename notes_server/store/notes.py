@@ -7,6 +7,7 @@ mutation, re-checks included). Nothing here knows about principals or the wire.
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,13 +15,18 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Integer,
     bindparam,
     delete,
+    func,
     insert,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from notes_server.store.engine import FastRead, FastWrite
 from notes_server.store.models import notes_table as notes
@@ -44,25 +50,44 @@ _GET_NOTE = FastRead(
         notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
     )
 )
-# Found through the (workspace, title_key) index in a subquery: given the whole filter,
-# SQLite's planner (no ANALYZE statistics) picks the (workspace, updated_at) index to skip
-# the sort and reads every note of the workspace.
-_TITLE_MATCHES = select(notes.c.seq).where(
-    notes.c.workspace == bindparam("workspace"), notes.c.title_key == bindparam("title_key")
-)
 NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
-_BY_TITLE = {
-    archived_filter: FastRead(
-        select(*COLUMNS)
-        .where(
-            notes.c.seq.in_(_TITLE_MATCHES),
-            *([notes.c.archived == bindparam("archived")] if archived_filter else []),
-        )
-        .order_by(*NEWEST_FIRST)
-        .limit(bindparam("limit"))
-    )
-    for archived_filter in (False, True)
-}
+
+
+class _Position(FunctionElement[int]):
+    """Where the second string starts in the first (1-based, 0 if absent), code point by code
+    point: instr on SQLite, strpos on PostgreSQL."""
+
+    type = Integer()
+    name = "instr"
+    inherit_cache = True
+
+
+@compiles(_Position)
+def _instr(element: _Position, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_Position, "postgresql")
+def _strpos(element: _Position, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)})"
+
+
+# Candidates for a confirmed action: live notes whose title key contains the argument's key.
+# Both keys are normalized in Python (title_key), so the database only finds code points: no
+# LIKE (SQLite's folds ASCII case only, and needs wildcards escaped), and instr is ~40% faster
+# than LIKE here. Matches are found by scanning the (workspace, title_key) index in a subquery
+# (covering: no row is read for a non-match); the window count is taken before the LIMIT, so
+# the caller knows how many matched beyond the ones shown.
+_TITLE_CONTAINS = select(notes.c.seq).where(
+    notes.c.workspace == bindparam("workspace"),
+    _Position(notes.c.title_key, bindparam("title_key")) > 0,
+)
+_CANDIDATES = FastRead(
+    select(*COLUMNS, func.count().over())
+    .where(notes.c.seq.in_(_TITLE_CONTAINS), notes.c.archived == bindparam("archived"))
+    .order_by((notes.c.title_key == bindparam("title_key")).desc(), *NEWEST_FIRST)
+    .limit(bindparam("limit"))
+)
 # Runs inside a confirmed action's write transaction: straight on the driver on SQLite.
 _DELETE = FastWrite(
     delete(notes).where(notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version"))
@@ -117,8 +142,10 @@ def new_note_id() -> str:
 
 
 def title_key(title: str) -> str:
-    """Case-insensitive match key for titles."""
-    return " ".join(title.casefold().split())
+    """Case-insensitive match key for titles: NFC, full Unicode case folding (NFC again, as
+    folding can decompose), whitespace runs of any kind collapsed to one space."""
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", title).casefold())
+    return " ".join(folded.split())
 
 
 def insert_note(
@@ -158,15 +185,23 @@ def get_note_by_path(conn: Connection, workspace: str, path: str) -> NoteRecord 
     return None if row is None else NoteRecord.from_row(row)
 
 
-def find_by_title(
-    conn: Connection, workspace: str, title: str, *, archived: bool | None, limit: int
-) -> list[NoteRecord]:
-    """Notes whose title matches case-insensitively, newest first."""
-    params: dict[str, Any] = {"workspace": workspace, "title_key": title_key(title), "limit": limit}
-    if archived is not None:
-        params["archived"] = archived
-    rows = _BY_TITLE[archived is not None].all(conn, params)
-    return [NoteRecord.from_driver_row(r) for r in rows]
+def find_candidates(
+    conn: Connection, workspace: str, text: str, *, limit: int
+) -> tuple[list[NoteRecord], int]:
+    """Live notes whose title contains `text` (same key rules as title_key): exact matches
+    first, then most recently updated; at most `limit`, plus how many matched in all."""
+    key = title_key(text)
+    if not key:
+        return [], 0
+    params = {
+        "workspace": workspace,
+        "title_key": key,
+        "archived": False,
+        "limit": limit,
+    }
+    rows = _CANDIDATES.all(conn, params)
+    total = int(rows[0][len(COLUMNS)]) if rows else 0
+    return [NoteRecord.from_driver_row(r) for r in rows], total
 
 
 def update_fields(

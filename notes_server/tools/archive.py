@@ -21,9 +21,10 @@ class ArchiveNote(ConfirmedAction):
     name = "notes_archive"
     title = "Archive note"
     description = (
-        "Archive one note whose title matches `title` (case-insensitive): it leaves search "
-        "results (unless includeArchived) but is kept and can be brought back with "
-        "notes_restore. Always asks the user, in a form, to pick the note and confirm."
+        "Archive one note: it leaves search results (unless includeArchived) but is kept and "
+        "can be brought back with notes_restore. `title` may be the whole title or any part "
+        "of it (case-insensitive). Always asks the user, in a form, to pick the note and "
+        "confirm."
     )
     action = Action(
         tool="notes_archive",

@@ -27,8 +27,10 @@ from notes_server.tools.confirm_form import (
     form_schema,
     output_schema_for,
     require_form_elicitation,
+    said_no,
 )
 from notes_server.tools.scope import authorize, contain
+from notes_server.tools.titles import clean_title
 from notes_server.tools.views import TITLE, WORKSPACE_URI, schema
 
 __all__ = ["Action", "ConfirmedAction", "output_schema_for"]
@@ -71,7 +73,7 @@ class ConfirmedAction(Tool):
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
             return self.cancel(claims)
-        if kind == "decline":
+        if kind == "decline" or (kind == "accept" and said_no(answer)):
             return self.decline(ctx, args, claims)
         if kind == "accept":
             return self.accept(ctx, args, claims, chosen_note(answer, claims))
@@ -83,17 +85,16 @@ class ConfirmedAction(Tool):
         from notes_server.store import notes
         from notes_server.store.engine import read_tx
 
+        title = clean_title(args["title"], self.action.tool)
         with read_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
-            found = notes.find_by_title(
-                conn, workspace.uri, args["title"], archived=False, limit=MAX_CANDIDATES + 1
-            )
-        if not found:
+            shown, found = notes.find_candidates(conn, workspace.uri, title, limit=MAX_CANDIDATES)
+        if not shown:
             raise ToolFailure(
-                f"No matching note in this workspace: no note titled {args['title']!r} to "
-                f"{self.action.verb}. Use notes_search to find the exact title."
+                f"No matching note in this workspace: no note title contains "
+                f"{title!r}, so there is nothing to {self.action.verb}. "
+                "Use notes_search to find the note's title."
             )
-        shown = found[:MAX_CANDIDATES]
         claims = {
             "p": ctx.principal,
             "m": "tools/call",
@@ -108,9 +109,7 @@ class ConfirmedAction(Tool):
             "method": "elicitation/create",
             "params": {
                 "mode": "form",
-                "message": form_message(
-                    self.action, args["title"], workspace.uri, shown, len(found)
-                ),
+                "message": form_message(self.action, title, workspace.uri, shown, found),
                 "requestedSchema": form_schema(self.action, shown),
             },
         }

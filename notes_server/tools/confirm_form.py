@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.capabilities import allows_form_elicitation
 from notes_server.errors import InvalidParams, MissingCapability
+from notes_server.tools.titles import display_title
 from notes_server.tools.views import iso
 
 if TYPE_CHECKING:
@@ -72,15 +73,19 @@ def output_schema_for(action: Action) -> dict[str, Any]:
 def form_message(
     action: Action, title: str, workspace: str, shown: list[NoteRecord], found: int
 ) -> str:
+    """Say what matched; when not all candidates fit the form, how many were left out and
+    how to narrow the list."""
+    what = f"{title!r} in {workspace}"
     if found > len(shown):
         count = (
-            f"More than {len(shown)} notes titled {title!r} match in {workspace}; showing the "
-            f"{len(shown)} most recently updated (use a more specific title to see others)."
+            f"{found} notes match {what}; showing {len(shown)}: exact titles first, then the "
+            f"most recently updated. {found - len(shown)} more matched: to see them, call "
+            f"{action.tool} again with more of the title."
         )
     elif found == 1:
-        count = f"One note titled {title!r} matches in {workspace}."
+        count = f"One note matches {what}."
     else:
-        count = f"{found} notes titled {title!r} match in {workspace}."
+        count = f"{found} notes match {what}."
     return f"{count} Choose the note to {action.verb} and confirm."
 
 
@@ -88,7 +93,10 @@ def form_schema(action: Action, shown: list[NoteRecord]) -> dict[str, Any]:
     """A flat form: a titled single-select of the candidates (title, path, last update) and
     an explicit confirmation box, both required."""
     choices = [
-        {"const": n.id, "title": f"{n.title} — {n.path} (updated {iso(n.updated_at)})"}
+        {
+            "const": n.id,
+            "title": f"{display_title(n.title)} — {n.path} (updated {iso(n.updated_at)})",
+        }
         for n in shown
     ]
     return {
@@ -99,6 +107,19 @@ def form_schema(action: Action, shown: list[NoteRecord]) -> dict[str, Any]:
         },
         "required": ["note_id", "confirm"],
     }
+
+
+def said_no(answer: dict[str, Any]) -> bool:
+    """An accepted form whose confirmation box is answered "no": the person declined.
+
+    Only the form's own fields may be present and `confirm` must be exactly false; whichever
+    note was picked does not matter, since nothing will be done to it."""
+    content = answer.get("content")
+    return (
+        isinstance(content, dict)
+        and set(content) <= {"note_id", "confirm"}
+        and content.get("confirm") is False
+    )
 
 
 def chosen_note(answer: dict[str, Any], claims: dict[str, Any]) -> str:

@@ -6,10 +6,10 @@ import re
 import unicodedata
 from typing import Any
 
-from notes_server.errors import ToolFailure, UriError
-from notes_server.security.uri import parse_note_path
+from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.scope import authorize, contain
+from notes_server.tools.scope import authorize, contain, fits_under, new_path
+from notes_server.tools.titles import clean_title
 from notes_server.tools.views import NOTE_OUTPUT, TITLE, WORKSPACE_URI, note_full, schema
 
 MAX_BODY = 1_000_000
@@ -46,16 +46,12 @@ class CreateNote(Tool):
         from notes_server.store import notes
         from notes_server.store.engine import write_tx
 
-        title = args["title"].strip()
-        if not title:
-            raise ToolFailure("The title must contain visible characters.")
-        raw_path = args.get("path") or slug_path(title)
-        try:
-            path = "/".join(parse_note_path(raw_path))
-        except UriError as exc:
-            raise ToolFailure(f"The path is not acceptable: {exc}.") from None
+        title = clean_title(args["title"], self.name)
+        segments = new_path(self.name, args.get("path") or slug_path(title))
+        path = "/".join(segments)
         with write_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            fits_under(self.name, workspace, segments)  # before anything is written
             try:
                 note = notes.insert_note(
                     conn,

@@ -18,10 +18,11 @@ class DeleteNote(ConfirmedAction):
     name = "notes_delete"
     title = "Delete note"
     description = (
-        "Permanently delete one note whose title matches `title` (case-insensitive) in an "
-        "authorized workspace. Always asks the user, in a form, to pick the exact note and "
-        "confirm; the client must support form elicitation. Nothing is deleted without that "
-        "explicit confirmation."
+        "Permanently delete one note in an authorized workspace. `title` may be the whole "
+        "title or any part of it, as the user said it (case-insensitive): e.g. `TPS report` "
+        "offers 'TPS report 2024' and 'TPS report 2025'. Always asks the user, in a form, to "
+        "pick the exact note and confirm; the client must support form elicitation. Nothing is "
+        "deleted without that explicit confirmation."
     )
     action = Action(
         tool="notes_delete",

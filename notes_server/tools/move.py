@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from notes_server.errors import ToolFailure, UriError
-from notes_server.security.uri import parse_note_path
+from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.scope import authorize, contain, owned_note
+from notes_server.tools.scope import (
+    authorize,
+    contain,
+    fits_under,
+    new_path,
+    owned_note,
+    stored_path,
+)
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, WORKSPACE_URI, note_full, schema
 
 
@@ -40,10 +46,10 @@ class MoveNote(Tool):
             _, note, _ = owned_note(
                 conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
             )
-            try:
-                path = "/".join(parse_note_path(args.get("path") or note.path))
-            except UriError as exc:
-                raise ToolFailure(f"The path is not acceptable: {exc}.") from None
+            # A new path must look like no other; a kept one only has to fit the target.
+            segments = new_path(self.name, args["path"]) if "path" in args else stored_path(note)
+            fits_under(self.name, target, segments)  # before anything is written
+            path = "/".join(segments)
             if notes.get_note_by_path(conn, target.uri, path) not in (None, note):
                 raise ToolFailure(
                     f"A note already exists at path {path!r} in the target workspace."

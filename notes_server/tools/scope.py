@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
-from notes_server.security.uri import WorkspaceUri, parse_workspace_uri
+from notes_server.security.uri import (
+    MAX_SEGMENTS,
+    MAX_URI_LENGTH,
+    WorkspaceUri,
+    parse_new_note_path,
+    parse_note_path,
+    parse_workspace_uri,
+)
+from notes_server.tools.titles import argument_error
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -62,3 +70,32 @@ def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:
         return workspace.stored_note_uri(note.path)
     except UriError:
         raise StoreError("stored note path is not canonical") from None
+
+
+def new_path(tool: str, text: str) -> tuple[str, ...]:
+    """A client's `path` argument for a note about to be written; -32602 naming it if refused."""
+    try:
+        return parse_new_note_path(text)
+    except UriError as exc:
+        raise argument_error(tool, "path", f"is not acceptable: {exc}") from None
+
+
+def stored_path(note: NoteRecord) -> tuple[str, ...]:
+    try:
+        return parse_note_path(note.path)
+    except UriError:
+        raise StoreError("stored note path is not canonical") from None
+
+
+def fits_under(tool: str, workspace: WorkspaceUri, path: tuple[str, ...]) -> None:
+    """Refuse, before any write, a path whose URI under `workspace` would break the limits
+    (a long granted workspace plus a long path): the stored note could never be addressed."""
+    try:
+        workspace.note_uri(path)
+    except UriError as exc:
+        raise argument_error(
+            tool,
+            "path",
+            f"is too long for this workspace: {exc} (a note's URI, workspace included, may "
+            f"have at most {MAX_URI_LENGTH} characters and {MAX_SEGMENTS} segments)",
+        ) from None

@@ -8,6 +8,7 @@ from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.create import MAX_BODY
 from notes_server.tools.scope import contain, owned_note
+from notes_server.tools.titles import clean_title
 from notes_server.tools.views import NOTE_ID, NOTE_OUTPUT, TITLE, WORKSPACE_URI, note_full, schema
 
 
@@ -45,9 +46,7 @@ class UpdateNote(Tool):
 
         changes = {k: args[k] for k in ("title", "body") if k in args}
         if "title" in changes:
-            changes["title"] = changes["title"].strip()
-            if not changes["title"]:
-                raise ToolFailure("The title must contain visible characters.")
+            changes["title"] = clean_title(changes["title"], self.name)
         if not changes:
             raise ToolFailure("Nothing to update: pass `title` and/or `body`.")
         with write_tx(self.services.engine) as conn:

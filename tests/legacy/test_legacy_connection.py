@@ -9,18 +9,26 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 import pytest
 from legacy_support import NOTES
+from sqlalchemy import Engine, func, select
 
-from notes_server.app import SERVER_INFO
+from notes_server.app import SERVER_INFO, create_app
+from notes_server.config import Settings
 from notes_server.legacy.connection import DualEraConnection
 from notes_server.legacy.session import MAX_ROUNDS
-from notes_server.legacy.translate import NEEDS_ELICITATION, TOO_MANY_ROUNDS
+from notes_server.legacy.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
 from notes_server.protocol.dispatch import McpServer
+from notes_server.security.uri import canonical_workspace
+from notes_server.store import notes
+from notes_server.store.engine import read_tx
+from notes_server.store.models import nonces_table
 from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult, tool_hints
 from notes_server.tools.registry import ToolRegistry
+from notes_server.tools.services import Services, utc_now
 from notes_server.transports.stdio import serve_stdio
 
 Message = dict[str, Any] | bytes
@@ -161,6 +169,62 @@ def test_a_malformed_initialize_keeps_the_previous_session(server: McpServer) ->
 
     assert out[1]["error"]["code"] == -32602
     assert out[2]["result"] == {}
+
+
+class LateAnswers(io.BytesIO):
+    """stdin on which the answer to the server's first question is read `delay` seconds later
+    (on the server's clock) than the question was asked: a person who took their time."""
+
+    def __init__(self, data: bytes, clock: list[datetime], delay: float) -> None:
+        super().__init__(data)
+        self.clock = clock
+        self.delay = delay
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        if b'"s-1"' in line:
+            self.clock[0] += timedelta(seconds=self.delay)
+        return line
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["in-time", "expired"])
+def test_a_confirmation_answered_after_it_expired_is_a_tool_error_saying_to_call_again(
+    settings: Settings, migrated_engine: Engine, note: str, late: bool
+) -> None:
+    clock = [utc_now()]
+    services = Services(settings, engine=migrated_engine, clock=lambda: clock[0])
+    server = create_app(settings, services)
+    accepted = answer("s-1", {"action": "accept", "content": {"note_id": note, "confirm": True}})
+    lines = [json.dumps(m).encode() for m in (init(), DELETE, accepted)]
+    delay = settings.state_ttl + 1 if late else settings.state_ttl - 1
+    stdout = io.BytesIO()
+
+    serve_stdio(
+        server,
+        "alice",
+        LateAnswers(b"\n".join(lines) + b"\n", clock, delay),
+        stdout,
+        DualEraConnection,
+    )
+
+    out = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert [m.get("method") for m in out] == [None, "elicitation/create", None]
+    if late:
+        assert out[2] == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {
+                "content": [{"type": "text", "text": CONFIRMATION_EXPIRED}],
+                "isError": True,
+            },
+        }
+        assert "Call the tool again" in CONFIRMATION_EXPIRED
+    else:
+        assert out[2]["result"]["structuredContent"]["outcome"] == "deleted"
+    with read_tx(migrated_engine) as conn:
+        left = notes.get_note(conn, canonical_workspace(NOTES), note)
+        claimed = conn.execute(select(func.count()).select_from(nonces_table)).scalar_one()
+    assert (left is not None, claimed) == ((True, 0) if late else (False, 1))
 
 
 # --- with stub tools ---------------------------------------------------------------------

@@ -215,3 +215,39 @@ def test_the_engine_creates_the_database_directory(tmp_path: Path) -> None:
         engine.dispose()
 
     assert (tmp_path / "deep" / "er" / "notes.db").exists()
+
+
+def test_upgrade_to_0003_rekeys_titles_so_any_normalization_matches(
+    empty_engine: Engine,
+) -> None:
+    from sqlalchemy import insert, select
+
+    from notes_server.store.models import notes_table
+
+    decomposed = "U\u0308ber Stra\u00dfe"  # as a client typing a combining accent sends it
+    migrate.upgrade(empty_engine, "0002")
+    with write_tx(empty_engine) as conn:
+        conn.execute(
+            insert(notes_table).values(
+                id="note_old",
+                workspace=WS,
+                path="a.md",
+                title=decomposed,
+                title_key="u\u0308ber strasse",  # what 0002-era code stored
+                body="",
+                created_at=NOW,
+                updated_at=NOW,
+                version=1,
+                archived=False,
+            )
+        )
+
+    migrate.upgrade(empty_engine)
+
+    with read_tx(empty_engine) as conn:
+        assert conn.execute(select(notes_table.c.title_key)).scalar_one() == "\u00fcber strasse"
+        found, total = notes.find_candidates(conn, WS, "\u00dcBER", limit=10)
+    assert ([n.id for n in found], total) == (["note_old"], 1)
+    migrate.downgrade(empty_engine, "0002")
+    with read_tx(empty_engine) as conn:
+        assert conn.execute(select(notes_table.c.title_key)).scalar_one() == "u\u0308ber strasse"

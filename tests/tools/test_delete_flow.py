@@ -30,6 +30,7 @@ from confirm_support import (
     complete,
     error_of,
     expected_form,
+    iso,
     note_uri,
     structured,
     tool_error,
@@ -96,7 +97,7 @@ def test_a_single_matching_note_still_asks_the_user_to_pick_and_confirm(
                 "params": {
                     "mode": "form",
                     "message": (
-                        f"One note titled 'TPS report' matches in {WS}. "
+                        f"One note matches 'TPS report' in {WS}. "
                         f"Choose the note to {kind.verb} and confirm."
                     ),
                     "requestedSchema": expected_form(kind, [note]),
@@ -111,7 +112,7 @@ def test_a_single_matching_note_still_asks_the_user_to_pick_and_confirm(
 
 
 @per_kind
-def test_candidates_match_case_insensitively_newest_first_within_the_workspace_only(
+def test_candidates_contain_the_title_case_insensitively_exact_first_then_newest(
     flow: Flow, kind: Kind
 ) -> None:
     older = flow.seed(TITLE, "a.md")
@@ -119,14 +120,100 @@ def test_candidates_match_case_insensitively_newest_first_within_the_workspace_o
     newer = flow.seed("tps REPORT", "b.md")
     flow.seed(TITLE, "elsewhere.md", workspace=OTHER_WS)
     archive_in_store(flow, flow.seed(TITLE, "archived.md"))
-    flow.seed("TPS report draft", "draft.md")
+    flow.seed("TPS", "shorter.md")
+    flow.clock.advance(60)
+    draft = flow.seed("Old TPS report draft", "draft.md")
 
     _, request = flow.ask(kind, "Tps Report")
 
     assert request["params"]["message"] == (
-        f"2 notes titled 'Tps Report' match in {WS}. Choose the note to {kind.verb} and confirm."
+        f"3 notes match 'Tps Report' in {WS}. Choose the note to {kind.verb} and confirm."
     )
-    assert request["params"]["requestedSchema"] == expected_form(kind, [newer, older])
+    assert request["params"]["requestedSchema"] == expected_form(kind, [newer, older, draft])
+
+
+@per_kind
+def test_a_partial_title_offers_every_note_whose_title_contains_it(flow: Flow, kind: Kind) -> None:
+    seeded = []
+    for year in (2023, 2024, 2025):
+        seeded.append(flow.seed(f"TPS report {year}", f"tps-{year}.md"))
+        flow.clock.advance(60)
+    flow.seed("Quarterly numbers", "numbers.md")
+
+    state, request = flow.ask(kind, "tps REPORT")
+
+    assert request["params"]["message"] == (
+        f"3 notes match 'tps REPORT' in {WS}. Choose the note to {kind.verb} and confirm."
+    )
+    assert request["params"]["requestedSchema"] == expected_form(kind, seeded[::-1])
+    chosen = seeded[0]
+    assert structured(flow.answer(kind, "tps REPORT", state, accept(chosen.id))) == done(
+        kind, chosen
+    )
+
+
+@per_kind
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [
+        ("ÜBER STRASSE", ["Über Straße", "Grüße über Straße"]),
+        ("u\u0308ber", ["Über Straße", "Grüße über Straße"]),
+        ("GRÜSSE", ["Grüße über Straße"]),
+        ("ΣΟΦΊΑ", ["Σοφία"]),
+    ],
+    ids=["sharp-s", "decomposed", "folded-in-the-middle", "greek"],
+)
+def test_partial_titles_match_after_nfc_and_full_case_folding(
+    flow: Flow, kind: Kind, argument: str, expected: list[str]
+) -> None:
+    by_title = {}
+    for title in ("Über Straße", "Grüße über Straße", "Uber Strasse", "Σοφία"):
+        flow.clock.advance(-60)  # each seeded note is older than the one before
+        by_title[title] = flow.seed(title, f"{len(by_title)}.md")
+
+    _, request = flow.ask(kind, argument)
+
+    offered = request["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    assert [choice["const"] for choice in offered] == [by_title[t].id for t in expected]
+
+
+@per_kind
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [("100%", ["100% done"]), ("a_b", ["a_b plan"]), ("x/y", ["x/y notes"])],
+    ids=["percent", "underscore", "escape-character"],
+)
+def test_like_wildcards_in_the_title_match_only_themselves(
+    flow: Flow, kind: Kind, argument: str, expected: list[str]
+) -> None:
+    by_title = {}
+    for title in ("100% done", "100 percent", "a_b plan", "axb plan", "x/y notes", "xy notes"):
+        flow.clock.advance(-60)
+        by_title[title] = flow.seed(title, f"{len(by_title)}.md")
+
+    _, request = flow.ask(kind, argument)
+
+    offered = request["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    assert [choice["const"] for choice in offered] == [by_title[t].id for t in expected]
+
+
+@per_kind
+def test_the_form_never_shows_two_candidates_alike_even_for_titles_stored_before_the_checks(
+    flow: Flow, kind: Kind
+) -> None:
+    plain = flow.seed("TPS report", "a.md")
+    hidden = flow.seed("TPS\u200b report", "b.md")  # written before titles were checked
+    spaced = flow.seed("TPS \u00a0report\u2003", "c.md")
+
+    _, request = flow.ask(kind, "TPS")
+
+    offered = request["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    updated = iso(flow.clock())
+    assert sorted(offered, key=lambda choice: str(choice["title"])) == [
+        {"const": plain.id, "title": f"TPS report \u2014 a.md (updated {updated})"},
+        {"const": spaced.id, "title": f"TPS report \u2014 c.md (updated {updated})"},
+        {"const": hidden.id, "title": f"TPS<U+200B> report \u2014 b.md (updated {updated})"},
+    ]
 
 
 @per_kind
@@ -143,9 +230,9 @@ def test_more_than_ten_matches_offer_the_ten_newest_and_say_so(
     state, request = flow.ask(kind, TITLE)
 
     assert request["params"]["message"] == (
-        f"More than 10 notes titled 'TPS report' match in {WS}; showing the 10 most recently "
-        f"updated (use a more specific title to see others). "
-        f"Choose the note to {kind.verb} and confirm."
+        f"{matching} notes match 'TPS report' in {WS}; showing 10: exact titles first, then "
+        f"the most recently updated. {matching - 10} more matched: to see them, call "
+        f"{kind.tool} again with more of the title. Choose the note to {kind.verb} and confirm."
     )
     assert request["params"]["requestedSchema"] == expected_form(kind, newest_ten)
     oldest = seeded[0]
@@ -163,7 +250,7 @@ def test_exactly_ten_matches_are_all_offered_without_a_cap_notice(flow: Flow, ki
     _, request = flow.ask(kind, TITLE)
 
     assert request["params"]["message"] == (
-        f"10 notes titled 'TPS report' match in {WS}. Choose the note to {kind.verb} and confirm."
+        f"10 notes match 'TPS report' in {WS}. Choose the note to {kind.verb} and confirm."
     )
     assert request["params"]["requestedSchema"] == expected_form(kind, list(reversed(seeded)))
 
@@ -177,8 +264,8 @@ def test_no_matching_note_is_a_tool_error_not_a_question(flow: Flow, kind: Kind)
     reply = flow.call_tool(kind.tool, args())
 
     assert tool_error(reply) == (
-        f"No matching note in this workspace: no note titled 'TPS report' to {kind.verb}. "
-        "Use notes_search to find the exact title."
+        "No matching note in this workspace: no note title contains 'TPS report', so there is "
+        f"nothing to {kind.verb}. Use notes_search to find the note's title."
     )
     assert reply["result"]["_meta"] == RESULT_META
     assert flow.untouched(3)
@@ -232,7 +319,7 @@ def test_another_spelling_of_the_same_workspace_confirms_the_same_request(
     spelled = "FILE:///home/alice/%6Eotes"
 
     state, request = flow.ask(kind, TITLE, workspace=spelled)
-    assert f"matches in {WS}." in request["params"]["message"]
+    assert f"matches 'TPS report' in {WS}." in request["params"]["message"]
 
     reply = flow.answer(kind, TITLE, state, accept(note.id), workspace=WS)
 
@@ -370,7 +457,6 @@ def test_accept_with_confirm_applies_once_records_the_nonce_and_one_audit_row(
 
 
 INVALID_ANSWERS: dict[str, Any] = {
-    "confirm-false": accept("OFFERED", confirm=False),
     "confirm-string": accept("OFFERED", confirm="true"),
     "confirm-one": accept("OFFERED", confirm=1),
     "content-missing": {"action": "accept"},
@@ -452,6 +538,35 @@ def test_decline_consumes_the_state_audits_it_and_changes_nothing(flow: Flow, ki
         "note_path": None,
         "nonce": claims["n"],
     }
+
+
+SAID_NO: dict[str, Any] = {
+    "offered-note": accept("OFFERED", confirm=False),
+    "note-not-offered": accept("NOT-OFFERED", confirm=False),
+    "no-note-picked": {"action": "accept", "content": {"confirm": False}},
+}
+
+
+@per_kind
+@pytest.mark.parametrize("case", list(SAID_NO))
+def test_accepting_the_form_with_confirm_false_is_a_decline(
+    flow: Flow, kind: Kind, case: str
+) -> None:
+    note = flow.seed(TITLE, "tps.md")
+    other = flow.seed("Another title", "other.md")
+    state, _ = flow.ask(kind, TITLE)
+    claims = flow.services.sealer.open(state)
+
+    reply = flow.answer(kind, TITLE, state, _fill(SAID_NO[case], note.id, other.id))
+
+    assert structured(reply) == not_done(kind, "declined")
+    assert unchanged(flow, note) and unchanged(flow, other)
+    [nonce] = flow.rows("consumed_nonces")
+    assert (nonce["nonce"], nonce["outcome"]) == (claims["n"], "declined")
+    [row] = flow.rows("audit_log")
+    assert (row["outcome"], row["note_id"], row["nonce"]) == ("declined", None, claims["n"])
+    assert error_of(flow.answer(kind, TITLE, state, accept(note.id))) == STATE_ERROR
+    assert unchanged(flow, note)
 
 
 @per_kind
@@ -542,7 +657,7 @@ def test_any_other_answer_after_a_committed_accept_is_refused(
 
     reply = flow.answer(kind, TITLE, state, answer)
 
-    assert error_of(reply) == (CONFIRMATION_ERROR if retry == "confirm-false" else STATE_ERROR)
+    assert error_of(reply) == STATE_ERROR
     assert unchanged(flow, other)
     assert (flow.count("consumed_nonces"), flow.count("audit_log")) == (1, 1)
 
@@ -751,7 +866,7 @@ def test_only_committed_deletes_archives_and_declines_are_audited_once_each(flow
             flow.answer(kind, title, state, answer)
             flow.clock.advance(1)
 
-    run(DELETE, "Kept", CANCEL, accept(kept.id, confirm=False))
+    run(DELETE, "Kept", CANCEL, accept(kept.id, confirm="yes"))
     run(DELETE, TITLE, accept(deleted.id), accept(deleted.id), DECLINE)
     run(ARCHIVE, "Plans", accept(archived.id), accept(archived.id))
     run(ARCHIVE, "Kept", DECLINE, DECLINE)

@@ -134,7 +134,7 @@ def test_stdio_accept_then_exact_replay_then_a_different_answer(
                 "method": "elicitation/create",
                 "params": {
                     "mode": "form",
-                    "message": f"2 notes titled 'TPS report' match in {WS}. "
+                    "message": f"2 notes match 'TPS report' in {WS}. "
                     f"Choose the note to {kind.verb} and confirm.",
                     "requestedSchema": expected_form(kind, [second, first]),
                 },

@@ -140,17 +140,36 @@ def test_create_at_a_taken_path_is_a_tool_error_naming_the_path(
     assert "'a/b.md'" in text
 
 
-@pytest.mark.parametrize("path", ["../x.md", "a/../../x.md", "/etc/passwd", "a//b.md", "a%2fb"])
-def test_create_with_an_unacceptable_path_is_a_tool_error(
-    call_tool: Call, notes_ws: str, path: str
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("../x.md", "dot segment not allowed"),
+        ("a/../../x.md", "dot segment not allowed"),
+        ("/etc/passwd", "note path must be relative"),
+        ("a//b.md", "empty path segment"),
+        ("a%2fb", "percent sign not allowed in note path"),
+    ],
+)
+def test_create_with_an_unacceptable_path_is_invalid_params_naming_the_path(
+    call_tool: Call, notes_ws: str, path: str, reason: str
 ) -> None:
-    text = tool_error_text(create(call_tool, "Bad", path=path))
+    reply = create(call_tool, "Bad", path=path)
 
-    assert "path is not acceptable" in text
+    assert reply["error"] == {
+        "code": -32602,
+        "message": "Invalid arguments for notes_create: arguments.path is not acceptable: "
+        + reason,
+    }
 
 
-def test_create_with_a_blank_title_is_a_tool_error(call_tool: Call, notes_ws: str) -> None:
-    assert "title" in tool_error_text(create(call_tool, "   "))
+def test_create_with_a_blank_title_is_invalid_params_naming_the_title(
+    call_tool: Call, notes_ws: str
+) -> None:
+    assert create(call_tool, " \u00a0\t ")["error"] == {
+        "code": -32602,
+        "message": "Invalid arguments for notes_create: arguments.title must contain visible "
+        "characters",
+    }
 
 
 def test_created_notes_match_the_output_schema_and_mirror_it_as_text(
