@@ -6,20 +6,20 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from notes_server import __version__
+from notes_server.cli_database import ensure_schema
 from notes_server.cli_errors import StartupFailure
 from notes_server.cli_faults import database_faults
 from notes_server.cli_http import http_options, serve_http
 from notes_server.cli_sandbox import confine_serving
-from notes_server.config import Settings, SettingsError, build_settings
+from notes_server.config import SettingsError, build_settings
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    pass
 
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
 
@@ -34,58 +34,6 @@ def setup_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level, logging.INFO))
-
-
-def ensure_schema(settings: Settings, *, announce: bool = False) -> None:
-    """Migrate the embedded default database on first use; refuse to run others unmigrated.
-    A database that cannot be used is one line and exit status 2."""
-    with database_faults(settings.db_display):
-        _ensure_schema(settings, announce=announce)
-
-
-def _ensure_schema(settings: Settings, *, announce: bool) -> None:
-    from notes_server.store.migrate import HEAD, sqlite_revision
-
-    path = settings.sqlite_path
-    if path is not None and sqlite_revision(path) == HEAD:
-        return
-    from notes_server.store import migrate
-    from notes_server.store.engine import make_engine
-
-    engine = make_engine(settings.db_url)
-    try:
-        current = migrate.current_revision(engine)
-        if current == HEAD:
-            return
-        if not settings.db_is_default:
-            raise StartupFailure(
-                f"database schema is at {current or 'nothing'}, not {HEAD}: "
-                "run `notes-server migrate --db URL` first"
-            )
-        # Serialized: when several processes start on a fresh database, one creates the
-        # schema and the others wait for it, then find it current.
-        before, after = migrate.upgrade(engine)
-        if announce and before != after:
-            click.echo(f"created database schema {HEAD} at {settings.db_display}", err=True)
-    finally:
-        engine.dispose()
-
-
-@contextlib.contextmanager
-def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]:
-    """The engine of the database a command names (--db, env, or the embedded default), its
-    schema checked or, for the embedded default, created; disposed when the command is done.
-    A database fault anywhere inside is one line and exit status 2."""
-    from notes_server.store.engine import make_engine
-
-    settings = build_settings(db=db)
-    ensure_schema(settings, announce=announce)
-    with database_faults(settings.db_display):
-        engine = make_engine(settings.db_url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
 
 
 class _Main(click.Group):
@@ -172,7 +120,7 @@ def serve(
 ) -> None:
     """Serve MCP over stdio (default) or HTTP. Logs go to stderr; over stdio, stdout carries
     only MCP messages."""
-    from notes_server.app import create_app
+    from notes_server.app import check_settings, create_app
     from notes_server.legacy.connection import DualEraConnection
     from notes_server.tools.services import Services
     from notes_server.transports.stdio import serve_stdio
@@ -184,6 +132,7 @@ def serve(
         tools_modules=tools_modules,
         sandbox=sandbox,
     )
+    check_settings(settings)
     if transport == "stdio" or http["auth"] == "none":
         _check_principal(settings.principal)
     setup_logging(settings.log_level)

@@ -14,7 +14,7 @@ from notes_server.errors import UriError
 @click.option("--db", default=None, metavar="URL", help="Database URL.")
 def audit(workspace: str | None, principal: str | None, limit: int, db: str | None) -> None:
     """List deletes, archives and declined confirmations (time, principal, tool, note, outcome)."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.security.uri import canonical_workspace
     from notes_server.store import audit as audit_log
     from notes_server.store.engine import read_tx

@@ -75,7 +75,7 @@ def http_options(func: Any) -> Any:
 
 def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     """Serve HTTP with already resolved settings; refuse unsafe configurations."""
-    from notes_server.cli import ensure_schema
+    from notes_server.cli_database import ensure_schema
     from notes_server.cli_faults import database_faults
     from notes_server.cli_sandbox import confine_serving
     from notes_server.transports.http_server import StartupError, prepare, run_http

@@ -35,16 +35,19 @@ def token() -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def create(principal: str, days: int | None, name: str | None, db: str | None) -> None:
     """Create a token that acts as PRINCIPAL; prints the secret once, on stdout."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.security.principals import local_problem
     from notes_server.security.tokens import create_token
+    from notes_server.store.tokens import SqlTokenRecords
 
     problem = local_problem(principal)
     if problem is not None:
         raise click.BadParameter(problem, param_hint="PRINCIPAL")
     expires = None if days is None else timedelta(days=days)
     with open_database(db, announce=True) as engine:
-        token_id, secret = create_token(engine, principal, name=name, expires_in=expires)
+        token_id, secret = create_token(
+            SqlTokenRecords(engine), principal, name=name, expires_in=expires
+        )
     until = f"expires in {days} days" if days else "never expires"
     click.echo(
         f"created token {token_id} for {principal} ({until}); it is shown only once:", err=True
@@ -57,7 +60,7 @@ def create(principal: str, days: int | None, name: str | None, db: str | None) -
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def list_(principal: str | None, db: str | None) -> None:
     """List tokens (never their secrets), for one PRINCIPAL or everyone."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.security.tokens import utc_now
     from notes_server.store import tokens
     from notes_server.store.engine import read_tx
@@ -81,7 +84,7 @@ def list_(principal: str | None, db: str | None) -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def revoke(token_id: int, db: str | None) -> None:
     """Revoke token ID: the next request that presents it gets 401."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.security.tokens import utc_now
     from notes_server.store import tokens
     from notes_server.store.engine import write_tx

@@ -57,7 +57,7 @@ def workspace() -> None:
 def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None:
     """Allow PRINCIPAL to use WORKSPACE_URI (a file:/// URI). A JWT user's PRINCIPAL is
     ISSUER|SUBJECT, e.g. 'https://idp.example|alice' (quoted: `|` is a shell pipe)."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.store import grants
     from notes_server.store.engine import write_tx
     from notes_server.tools.services import utc_now
@@ -76,7 +76,7 @@ def grant(principal: str, workspace_uri: str, role: str, db: str | None) -> None
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
     """Take WORKSPACE_URI away from PRINCIPAL."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.store import grants
     from notes_server.store.engine import write_tx
 
@@ -94,7 +94,7 @@ def revoke(principal: str, workspace_uri: str, db: str | None) -> None:
 @click.option("--db", default=None, metavar="URL", help=DB_HELP)
 def list_(principal: str | None, db: str | None) -> None:
     """List grants, for one PRINCIPAL or everyone."""
-    from notes_server.cli import open_database
+    from notes_server.cli_database import open_database
     from notes_server.store import grants
     from notes_server.store.engine import read_tx
 

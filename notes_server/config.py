@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from notes_server.dburl import DatabaseUrl, DatabaseUrlError, parse_database_url
-from notes_server.security.keyring import KeyRing
 
 ENV_DB = "NOTES_SERVER_DB"
 ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
@@ -97,17 +96,6 @@ def _checked_db(raw: str, source: str) -> str:
         raise SettingsError(f"{source}: {exc}") from None
 
 
-def _checked_state_keys(spec: str | None) -> str | None:
-    """Parse the keys now, so a typo fails at start rather than at every confirmation."""
-    if spec is None:
-        return None
-    try:
-        KeyRing.parse(spec)
-    except ValueError as exc:
-        raise SettingsError(f"{ENV_STATE_KEYS}: {exc}") from None
-    return spec
-
-
 def resolve_db(db: str | None, env: Mapping[str, str]) -> tuple[str, bool]:
     """--db, else NOTES_SERVER_DB, else the embedded default; returns (url, is_default)."""
     if db:
@@ -137,7 +125,7 @@ def build_settings(
         db_url=_checked_db(url, source),
         db_is_default=is_default,
         principal=principal or env.get(ENV_PRINCIPAL) or os_login(),
-        state_keys=_checked_state_keys(env.get(ENV_STATE_KEYS) or None),
+        state_keys=env.get(ENV_STATE_KEYS) or None,
         state_ttl=DEFAULT_STATE_TTL if state_ttl is None else state_ttl,
         log_level=log_level,
         tools_modules=tools_modules,

@@ -224,7 +224,7 @@ def test_serving_discover_and_tools_list_loads_no_sqlalchemy(
     """Cold start: the first answers come before the store (SQLAlchemy) is imported."""
     probe = f"""
 import json, sys
-from notes_server.cli import ensure_schema
+from notes_server.cli_database import ensure_schema
 from notes_server.app import create_app
 from notes_server.config import build_settings
 settings = build_settings(db={settings.db_url!r}, principal="alice")

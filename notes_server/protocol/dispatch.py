@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
 from notes_server.protocol import methods
@@ -24,6 +24,7 @@ from notes_server.protocol.envelope import (
     encode_result,
 )
 from notes_server.protocol.meta import read_meta
+from notes_server.protocol.server_view import ResourceProvider, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("notes_server.protocol")
 
-Handler = Callable[["McpServer", RequestContext, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[ServerView, RequestContext, dict[str, Any]], dict[str, Any]]
 
 HANDLERS: dict[str, Handler] = {
     "server/discover": methods.discover,
@@ -60,16 +61,6 @@ def exc_text(exc: BaseException) -> str:
     """The driver's own words, without SQLAlchemy's statement and parameters."""
     orig = getattr(exc, "orig", None)
     return str(orig if isinstance(orig, BaseException) else exc)[:200]
-
-
-class ResourceProvider(Protocol):
-    def list_resources(
-        self, principal: str, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """Resources visible to the principal, one page."""
-
-    def read_resource(self, principal: str, uri: str) -> list[dict[str, Any]]:
-        """Contents of one resource; -32602 when it does not exist for this principal."""
 
 
 class McpServer:

@@ -10,10 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-import orjson
-
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
-from notes_server.protocol.values import (
+from notes_server.jsontext import dump_bytes
+from notes_server.values import (
     MAX_DEPTH,
     has_surrogate,
     nests_deeper_than,
@@ -146,32 +145,6 @@ def _refuse_surrogates(method: str, params: dict[str, Any], request_id: RequestI
         raise DecodeFailure(InvalidParams(f"Invalid params: {problem}"), request_id)
 
 
-# orjson writes compact UTF-8 JSON about 6x faster than the stdlib; for strings, integers,
-# booleans, null, lists and dicts the bytes equal json.dumps(ensure_ascii=False, compact). What
-# it refuses (integers beyond 64 bits, lone surrogates, non-string keys, and, by these options,
-# datetimes and dataclasses) goes the stdlib way, which then decides exactly as it always did.
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-
-
-def dump_text(value: Any) -> str:
-    """Compact JSON text, for a tool result's text content."""
-    try:
-        return orjson.dumps(value, option=_ORJSON_OPTIONS).decode("utf-8")
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _dump(message: Any) -> bytes:
-    """Compact UTF-8. A lone surrogate (only reachable through a client's own `\\uD800`
-    escape, e.g. in an id we echo) cannot be UTF-8 encoded; it is written back as that same
-    JSON escape instead of crashing the transport."""
-    try:
-        return orjson.dumps(message, option=_ORJSON_OPTIONS)
-    except TypeError:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-        return text.encode("utf-8", "backslashreplace")
-
-
 class EncodedResult(dict[str, Any]):
     """A result that is the same for every request (`tools/list`, `server/discover`), encoded
     once: `encode_result` splices these bytes instead of serializing the mapping again. It is
@@ -181,7 +154,7 @@ class EncodedResult(dict[str, Any]):
 
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
-        self.encoded = _dump(body)
+        self.encoded = dump_bytes(body)
 
     def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
         return dict, (dict(self),)  # copy/deepcopy/pickle give a plain, mutable dict
@@ -195,9 +168,15 @@ class EncodedResult(dict[str, Any]):
 def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
     if isinstance(result, EncodedResult):
         # Byte for byte what the general branch produces, without re-serializing the body.
-        return b'{"jsonrpc":"2.0","id":' + _dump(request_id) + b',"result":' + result.encoded + b"}"
-    return _dump({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return (
+            b'{"jsonrpc":"2.0","id":'
+            + dump_bytes(request_id)
+            + b',"result":'
+            + result.encoded
+            + b"}"
+        )
+    return dump_bytes({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def encode_error(request_id: RequestId | None, error: dict[str, Any]) -> bytes:
-    return _dump({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return dump_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})

@@ -11,7 +11,7 @@ from notes_server.tools.base import CallContext, ToolResult
 from notes_server.tools.schema import validate
 
 if TYPE_CHECKING:
-    from notes_server.protocol.dispatch import McpServer
+    from notes_server.protocol.server_view import ServerView
 
 LIST_TTL_MS = 300_000
 MAX_NAME_ECHO = 64
@@ -34,7 +34,7 @@ def _no_cursor(params: dict[str, Any]) -> None:
         raise InvalidParams("Invalid cursor")
 
 
-def discover(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def discover(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     return server.static_result(
         "server/discover",
         lambda: _cacheable(
@@ -49,7 +49,7 @@ def discover(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> 
     )
 
 
-def tools_list(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def tools_list(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     _no_cursor(params)
     return server.static_result(
         "tools/list",
@@ -71,7 +71,7 @@ def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | N
     return responses, state
 
 
-def tools_call(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def tools_call(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: name must be a string")
@@ -92,7 +92,7 @@ def tools_call(server: McpServer, ctx: RequestContext, params: dict[str, Any]) -
 
 
 def resources_list(
-    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+    server: ServerView, ctx: RequestContext, params: dict[str, Any]
 ) -> dict[str, Any]:
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
@@ -105,14 +105,14 @@ def resources_list(
 
 
 def resource_templates_list(
-    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+    server: ServerView, ctx: RequestContext, params: dict[str, Any]
 ) -> dict[str, Any]:
     _no_cursor(params)
     return _cacheable({"resourceTemplates": []}, "public", LIST_TTL_MS)
 
 
 def resources_read(
-    server: McpServer, ctx: RequestContext, params: dict[str, Any]
+    server: ServerView, ctx: RequestContext, params: dict[str, Any]
 ) -> dict[str, Any]:
     uri = params.get("uri")
     if not isinstance(uri, str):

@@ -15,18 +15,49 @@ import re
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from notes_server.errors import database_fault
 from notes_server.security.principals import SEPARATOR
-
-if TYPE_CHECKING:
-    from sqlalchemy import Engine
 
 PREFIX = "nst_"
 SECRET_BYTES = 32
 _SHAPE = re.compile(r"nst_[A-Za-z0-9_-]{43}")
 
 log = logging.getLogger("notes_server.auth")
+
+
+class StoredToken(Protocol):
+    """What verification needs of a stored token."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def last_used_at(self) -> datetime | None: ...
+
+
+class TokenRecords(Protocol):
+    """Where tokens are kept (the store implements it: `store.tokens.SqlTokenRecords`); this
+    module decides what a token is and when it is valid, never how rows are read."""
+
+    def create(
+        self,
+        *,
+        principal: str,
+        name: str | None,
+        token_hash: str,
+        now: datetime,
+        expires_at: datetime | None,
+    ) -> int: ...
+
+    def find_active(self, token_hash: str, now: datetime) -> StoredToken | None: ...
+
+    def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
+        """Record the token's use, unless it was recorded recently."""
 
 
 def utc_now() -> datetime:
@@ -48,7 +79,7 @@ def looks_like_token(value: str) -> bool:
 
 
 def create_token(
-    engine: Engine,
+    records: TokenRecords,
     principal: str,
     *,
     name: str | None = None,
@@ -56,42 +87,32 @@ def create_token(
     now: datetime | None = None,
 ) -> tuple[int, str]:
     """Store a new token for `principal`; returns (id, secret). The secret is not kept."""
-    from notes_server.store import tokens
-    from notes_server.store.engine import write_tx
-
     now = now or utc_now()
     secret = mint()
-    with write_tx(engine) as conn:
-        token_id = tokens.create(
-            conn,
-            principal=principal,
-            name=name,
-            token_hash=hash_token(secret),
-            now=now,
-            expires_at=None if expires_in is None else now + expires_in,
-        )
+    token_id = records.create(
+        principal=principal,
+        name=name,
+        token_hash=hash_token(secret),
+        now=now,
+        expires_at=None if expires_in is None else now + expires_in,
+    )
     return token_id, secret
 
 
 class TokenVerifier:
     """Resolves `Authorization: Bearer nst_...` to a principal, one request at a time."""
 
-    def __init__(self, engine: Engine, clock: Callable[[], datetime] = utc_now) -> None:
-        self.engine = engine
+    def __init__(self, records: TokenRecords, clock: Callable[[], datetime] = utc_now) -> None:
+        self.records = records
         self.clock = clock
         self._touch_failed = False
 
     def principal_for(self, presented: str) -> str | None:
         """The principal of an active token, or None (unknown, revoked or expired)."""
-        from notes_server.store import tokens
-        from notes_server.store.engine import read_tx
-
         if not looks_like_token(presented):
             return None
-        digest = hash_token(presented)
         now = self.clock()
-        with read_tx(self.engine) as conn:
-            found = tokens.find_active(conn, digest, now)
+        found = self.records.find_active(hash_token(presented), now)
         if found is None:
             log.info("bearer token rejected: unknown, revoked or expired")
             return None
@@ -99,20 +120,14 @@ class TokenVerifier:
             # Created before names were checked: it must not pass for a JWT user (ISSUER|SUB).
             log.warning("bearer token %d rejected: its principal contains %r", found.id, SEPARATOR)
             return None
-        if tokens.needs_touch(found, now):
-            self._record_use(found.id, now)
+        self._record_use(found, now)
         return found.principal
 
-    def _record_use(self, token_id: int, now: datetime) -> None:
+    def _record_use(self, token: StoredToken, now: datetime) -> None:
         """Refresh `last_used_at`, best effort: a database that cannot be written (full disk,
         read-only) must not lock every client out of reading. Warns once per process."""
-        from notes_server.errors import database_fault
-        from notes_server.store import tokens
-        from notes_server.store.engine import write_tx
-
         try:
-            with write_tx(self.engine) as conn:
-                tokens.touch(conn, token_id, now)
+            self.records.touch_if_due(token.id, token.last_used_at, now)
         except Exception as exc:
             fault = database_fault(exc)
             if fault is None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, insert, or_, select, update
+from sqlalchemy import Connection, Engine, insert, or_, select, update
 
+from notes_server.store.engine import read_tx, write_tx
 from notes_server.store.models import tokens_table as api_tokens
 
 # `last_used_at` is informational: refresh it at most this often so that a busy client does not
@@ -95,10 +96,6 @@ def find_active(conn: Connection, token_hash: str, now: datetime) -> TokenInfo |
     return None if row is None else TokenInfo(*row)
 
 
-def needs_touch(token: TokenInfo, now: datetime) -> bool:
-    return token.last_used_at is None or token.last_used_at <= now - TOUCH_INTERVAL
-
-
 def touch(conn: Connection, token_id: int, now: datetime) -> None:
     conn.execute(
         update(api_tokens)
@@ -111,3 +108,40 @@ def touch(conn: Connection, token_id: int, now: datetime) -> None:
         )
         .values(last_used_at=now)
     )
+
+
+class SqlTokenRecords:
+    """The token repository on one engine, one short transaction per call (the shape the
+    authentication layer's `TokenRecords` expects)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def create(
+        self,
+        *,
+        principal: str,
+        name: str | None,
+        token_hash: str,
+        now: datetime,
+        expires_at: datetime | None,
+    ) -> int:
+        with write_tx(self.engine) as conn:
+            return create(
+                conn,
+                principal=principal,
+                name=name,
+                token_hash=token_hash,
+                now=now,
+                expires_at=expires_at,
+            )
+
+    def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
+        with read_tx(self.engine) as conn:
+            return find_active(conn, token_hash, now)
+
+    def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
+        """Record use at most once per TOUCH_INTERVAL, so reads rarely write."""
+        if last_used_at is None or last_used_at <= now - TOUCH_INTERVAL:
+            with write_tx(self.engine) as conn:
+                touch(conn, token_id, now)

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from notes_server.protocol.envelope import dump_text
+from notes_server.jsontext import dump_text
 
 if TYPE_CHECKING:
     from notes_server.tools.services import Services

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
-from notes_server.protocol.values import is_ascii_digits
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
+from notes_server.values import is_ascii_digits
 
 PAGE = 100
 

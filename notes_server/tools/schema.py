@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from notes_server.protocol.values import surrogate_problem
+from notes_server.values import surrogate_problem
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),

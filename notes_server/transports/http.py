@@ -28,7 +28,6 @@ from starlette.routing import Route
 from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer, internal_error
-from notes_server.protocol.values import is_ascii_digits
 from notes_server.transports.http_auth import (
     METADATA_PATH,
     Authenticator,
@@ -37,6 +36,7 @@ from notes_server.transports.http_auth import (
 )
 from notes_server.transports.http_exchange import exchange
 from notes_server.transports.http_guard import OriginHostGuard, error_response, json_response
+from notes_server.values import is_ascii_digits
 
 log = logging.getLogger("notes_server.http")
 

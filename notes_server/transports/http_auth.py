@@ -80,6 +80,7 @@ def build_authenticator(
     if http.auth == "none":
         return FixedPrincipal(settings.principal)
     from notes_server.security.tokens import TokenVerifier
+    from notes_server.store.tokens import SqlTokenRecords
 
     verifier = None
     if http.jwt_jwks:
@@ -89,7 +90,7 @@ def build_authenticator(
         verifier = JwtVerifier(
             http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks), http.jwt_client_ids
         )
-    return BearerAuthenticator(TokenVerifier(services.engine), verifier)
+    return BearerAuthenticator(TokenVerifier(SqlTokenRecords(services.engine)), verifier)
 
 
 def challenge(base_url: str, *, presented: bool) -> str:

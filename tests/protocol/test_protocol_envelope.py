@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, to_wire
+from notes_server.jsontext import dump_text
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
     Request,
     decode,
-    dump_text,
     encode_error,
     encode_result,
 )

@@ -29,6 +29,7 @@ from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token, utc_now
 from notes_server.store import tokens
 from notes_server.store.engine import write_tx
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http_server import create_http_app
 
@@ -98,7 +99,7 @@ def assert_unauthorized(response: httpx.Response, *, presented: bool) -> None:
 
 
 def test_a_valid_token_acts_as_its_principal(client: TestClient, migrated_engine: Engine) -> None:
-    _, secret = create_token(migrated_engine, "bob")
+    _, secret = create_token(SqlTokenRecords(migrated_engine), "bob")
 
     assert principal_of(whoami(client, secret)) == "bob"
 
@@ -119,7 +120,7 @@ def test_a_wrong_or_malformed_credential_is_401(client: TestClient, header: str)
 
 
 def test_a_revoked_token_is_401(client: TestClient, migrated_engine: Engine) -> None:
-    token_id, secret = create_token(migrated_engine, "bob")
+    token_id, secret = create_token(SqlTokenRecords(migrated_engine), "bob")
     assert principal_of(whoami(client, secret)) == "bob"
     with write_tx(migrated_engine) as conn:
         assert tokens.revoke(conn, token_id, utc_now())
@@ -129,7 +130,9 @@ def test_a_revoked_token_is_401(client: TestClient, migrated_engine: Engine) -> 
 
 def test_an_expired_token_is_401(client: TestClient, migrated_engine: Engine) -> None:
     past = utc_now() - timedelta(days=2)
-    _, secret = create_token(migrated_engine, "bob", expires_in=timedelta(days=1), now=past)
+    _, secret = create_token(
+        SqlTokenRecords(migrated_engine), "bob", expires_in=timedelta(days=1), now=past
+    )
 
     assert_unauthorized(whoami(client, secret), presented=True)
 
@@ -137,7 +140,7 @@ def test_an_expired_token_is_401(client: TestClient, migrated_engine: Engine) ->
 def test_only_the_hash_is_stored_and_use_is_recorded(
     client: TestClient, migrated_engine: Engine
 ) -> None:
-    _, secret = create_token(migrated_engine, "bob")
+    _, secret = create_token(SqlTokenRecords(migrated_engine), "bob")
     principal_of(whoami(client, secret))
 
     with migrated_engine.connect() as conn:
@@ -151,8 +154,8 @@ def test_a_token_of_another_principal_gets_the_fixed_workspace_denial(
     client: TestClient, migrated_engine: Engine, grant: Callable[..., str]
 ) -> None:
     grant("alice", WS)
-    _, alices = create_token(migrated_engine, "alice")
-    _, bobs = create_token(migrated_engine, "bob")
+    _, alices = create_token(SqlTokenRecords(migrated_engine), "alice")
+    _, bobs = create_token(SqlTokenRecords(migrated_engine), "bob")
     search = {"name": "notes_search", "arguments": {"workspaceUri": WS}}
 
     allowed = call(client, "tools/call", search, alices)

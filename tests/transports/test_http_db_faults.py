@@ -28,6 +28,7 @@ from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, migrate
 from notes_server.store.engine import make_engine, write_tx
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_server import create_http_app
@@ -44,7 +45,7 @@ def prepare(settings: Settings, count: int) -> list[str]:
         migrate.upgrade(engine)
         with write_tx(engine) as conn:
             grants.upsert(conn, "alice", canonical_workspace(NOTES), "write", utc_now())
-        return [create_token(engine, "alice")[1] for _ in range(count)]
+        return [create_token(SqlTokenRecords(engine), "alice")[1] for _ in range(count)]
     finally:
         engine.dispose()
 

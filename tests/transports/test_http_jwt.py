@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from notes_server.config import HttpSettings, Settings
 from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http_server import (
     StartupError,
@@ -149,7 +150,7 @@ def test_a_jwt_user_gets_exactly_the_grants_of_its_issuer_qualified_principal(
     grant("alice", LOCAL_WS)
     grant(f"{ISSUER}|alice", IDP_WS)
     token = mint(rsa_a, headers={"kid": "k1"}, sub="alice")
-    _, local_secret = create_token(migrated_engine, "alice")
+    _, local_secret = create_token(SqlTokenRecords(migrated_engine), "alice")
 
     assert principal_of(whoami(client, token)) == "https://idp.example|alice"
     assert "result" in search(client, token, IDP_WS)
@@ -163,7 +164,7 @@ def test_a_stored_token_whose_principal_has_the_separator_is_refused(
 ) -> None:
     """A token made before names were checked must not pass for the JWT user it spells."""
     client = make_client(public_jwk(rsa_a, kid="k1"))
-    _, secret = create_token(migrated_engine, f"{ISSUER}|alice")
+    _, secret = create_token(SqlTokenRecords(migrated_engine), f"{ISSUER}|alice")
 
     assert_refused(whoami(client, secret))
 

@@ -26,6 +26,7 @@ from notes_server.config import (
     worker_config,
 )
 from notes_server.security.tokens import create_token
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http_server import (
     StartupError,
@@ -95,7 +96,7 @@ def test_a_confirmation_asked_by_one_process_is_answered_by_another(
     servers: list[HttpServer],
 ) -> None:
     grant("alice", WS)
-    _, token = create_token(migrated_engine, "alice")
+    _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
     first = start_http_server(tmp_path, settings.db_url)
     servers.append(first)
     second = start_http_server(tmp_path, settings.db_url)
@@ -125,7 +126,7 @@ def test_two_workers_serve_a_whole_confirmation(
     servers: list[HttpServer],
 ) -> None:
     grant("alice", WS)
-    _, token = create_token(migrated_engine, "alice")
+    _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
     server = start_http_server(tmp_path, settings.db_url, workers=2)
     servers.append(server)
     create_plan(server, token)
