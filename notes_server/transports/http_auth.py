@@ -3,16 +3,27 @@
 There is no session: a principal is never remembered between requests, and it comes only from
 the credential (a stored API token or a verified JWT), never from anything the client asserts
 in the body. `--auth none` (loopback only) maps every request to one configured principal.
+
+`AuthMiddleware` runs after the Origin/Host guard and CORS, before any route: it either puts
+the principal in the scope (`principal_of`) or answers 401 with the RFC 9728 challenge. Every
+path needs a credential (fail closed) except the public ones (the metadata document).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import PREFIX
+from notes_server.transports.http_responses import json_response
+from notes_server.transports.http_threads import WorkerThreads
 
 if TYPE_CHECKING:
     from notes_server.security.jwt_auth import JwtVerifier
@@ -21,6 +32,8 @@ if TYPE_CHECKING:
 
 MAX_CREDENTIAL = 8192
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+PRINCIPAL_KEY = "notes_principal"
+_PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
 class Authenticator(Protocol):
@@ -111,3 +124,60 @@ def resource_metadata(base_url: str, http: HttpSettings) -> dict[str, object]:
     if http.jwt_issuer:
         metadata["authorization_servers"] = [http.jwt_issuer]
     return metadata
+
+
+def base_url(headers: Headers, scheme: str, http: HttpSettings) -> str:
+    """`--public-url`, else this request's Host when it is a plain host[:port] (it goes into
+    a quoted header parameter, so anything else falls back to the bound address)."""
+    if http.public_url:
+        return http.public_url.rstrip("/")
+    host = headers.get("host", "")
+    if not _PLAIN_HOST.fullmatch(host):
+        host = f"{http.host}:{http.port}"
+    return f"{scheme}://{host}"
+
+
+def principal_of(scope: Scope) -> str:
+    """The principal `AuthMiddleware` authenticated; a route behind it cannot run without one."""
+    principal = scope.get(PRINCIPAL_KEY)
+    if not isinstance(principal, str):
+        raise RuntimeError("route reached without authentication")
+    return principal
+
+
+class AuthMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: Authenticator,
+        http: HttpSettings,
+        threads: WorkerThreads,
+        public_paths: frozenset[str] = frozenset(),
+    ) -> None:
+        self.app = app
+        self.auth = auth
+        self.http = http
+        self.threads = threads
+        self.public_paths = public_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.public_paths:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        values = headers.getlist("authorization")
+        if not self.auth.requires_credentials:
+            principal = self.auth.principal_for(values)
+        else:  # a token lookup reads the database
+            call = functools.partial(self.auth.principal_for, values)
+            principal = await self.threads.run(call, self.http.request_timeout)
+        if principal is None:
+            url = base_url(headers, scope["scheme"], self.http)
+            await json_response(
+                401,
+                {"error": "invalid_token", "error_description": "Missing or invalid access token"},
+                {"WWW-Authenticate": challenge(url, presented=bool(values))},
+            )(scope, receive, send)
+            return
+        scope[PRINCIPAL_KEY] = principal
+        await self.app(scope, receive, send)

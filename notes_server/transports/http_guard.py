@@ -4,37 +4,21 @@ A browser page on any site can POST to `http://127.0.0.1:PORT`; and through DNS 
 hostile name can resolve to 127.0.0.1 so the browser even considers it same-origin. Two checks
 stop both: a present `Origin` must be allowed (loopback origins for a loopback bind, plus any
 configured with `--allow-origin`), and for a loopback bind the `Host` must name the loopback
-interface. A refused request gets 403 and learns nothing about the server.
+interface. A refused request gets 403 and learns nothing about the server. This is the first
+check after the error middleware: nothing else (CORS, authentication) runs for a refused request.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
-from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
-from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
-from notes_server.errors import INVALID_REQUEST
-
-
-def json_response(
-    status: int, payload: object, headers: Mapping[str, str] | None = None
-) -> Response:
-    body = json.dumps(payload, separators=(",", ":")).encode()
-    return Response(body, status, headers=dict(headers or {}), media_type="application/json")
-
-
-def error_response(status: int, message: str, *, code: int = INVALID_REQUEST) -> Response:
-    """A transport-level refusal as an id-less JSON-RPC error (the request was not read)."""
-    error = {"code": code, "message": message}
-    return json_response(status, {"jsonrpc": "2.0", "id": None, "error": error})
-
+from notes_server.transports.http_responses import error_response
 
 # RFC 9110 Host / RFC 6454 Origin, strictly: a reg-name or IPv4 (letters, digits, dots,
 # hyphens) or a bracketed IPv6 literal, then at most an ASCII port. No userinfo, no path, no
@@ -78,11 +62,28 @@ def origin_host(value: str) -> str | None:
     return _parsed(_ORIGIN_VALUE, value)
 
 
+class OriginPolicy:
+    """Whether an `Origin` may call: configured with `--allow-origin`, or loopback on a loopback
+    bind. Shared by the guard (403) and CORS (which origins get CORS headers)."""
+
+    def __init__(self, http: HttpSettings) -> None:
+        self.loopback = http.loopback
+        self.origins = {origin.lower().rstrip("/") for origin in http.allowed_origins}
+
+    def __call__(self, origin: str) -> bool:
+        host = origin_host(origin)
+        if host is None:
+            return False
+        if origin.lower().rstrip("/") in self.origins:
+            return True
+        return self.loopback and is_loopback_name(host)
+
+
 class OriginHostGuard:
     def __init__(self, app: ASGIApp, http: HttpSettings) -> None:
         self.app = app
         self.loopback = http.loopback
-        self.origins = {origin.lower().rstrip("/") for origin in http.allowed_origins}
+        self.origin_allowed = OriginPolicy(http)
         public = urlsplit(http.public_url or "").hostname
         self.public_host = public.lower() if public else None
 
@@ -109,11 +110,3 @@ class OriginHostGuard:
         if name is None:
             return False
         return is_loopback_name(name) or (name.strip("[]") == self.public_host)
-
-    def origin_allowed(self, origin: str) -> bool:
-        host = origin_host(origin)
-        if host is None:
-            return False
-        if origin.lower().rstrip("/") in self.origins:
-            return True
-        return self.loopback and is_loopback_name(host)

@@ -76,7 +76,42 @@ class WhoAmI(Tool):
         return ToolResult({"principal": ctx.principal})
 
 
-TOOLS: list[type[Tool]] = [SlowTool, WhoAmI]
+class BlockingTool(Tool):
+    """Blocks until the test releases it, and counts how many calls are blocked at once: proves
+    that stuck requests cannot occupy more worker threads than the bound. `reset()` first."""
+
+    name = "test_block"
+    title = "Block"
+    description = "Blocks until the test releases it."
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    tool_annotations = tool_hints("Block", read_only=True)
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+    lock = threading.Lock()
+    running = 0
+    calls = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.release = threading.Event()
+        cls.entered = threading.Semaphore(0)
+        cls.running = cls.calls = 0
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        cls = type(self)
+        with cls.lock:
+            cls.running += 1
+            cls.calls += 1
+        cls.entered.release()
+        try:
+            cls.release.wait(timeout=30)
+        finally:
+            with cls.lock:
+                cls.running -= 1
+        return ToolResult({"done": True})
+
+
+TOOLS: list[type[Tool]] = [SlowTool, WhoAmI, BlockingTool]
 
 
 class HttpServer:

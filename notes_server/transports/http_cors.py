@@ -1,0 +1,89 @@
+"""CORS for the origins the guard lets through, so a browser-based MCP client can call `/mcp`.
+
+It runs after `OriginHostGuard`: a request that reaches it carries no Origin (not a browser, or
+same-origin) or an allowed one (`--allow-origin`, or a loopback origin on a loopback bind); a
+disallowed origin, preflight included, was already refused with 403. A preflight (`OPTIONS`
+with `Access-Control-Request-Method`) is answered here with 204, before authentication, since
+browsers send no credentials on it; it lists only the methods that have routes on that path.
+An actual request from an allowed origin gets `Access-Control-Allow-Origin` and may read the
+headers a client needs (`Mcp-Session-Id`, `WWW-Authenticate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from notes_server.transports.http_responses import error_response
+
+ALLOW_HEADERS = (
+    "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, "
+    "mcp-session-id, last-event-id"
+)
+EXPOSE_HEADERS = "mcp-session-id, www-authenticate"
+MAX_AGE_S = 600
+_IMPLICIT = frozenset({"HEAD", "OPTIONS"})
+
+
+class CorsMiddleware:
+    def __init__(
+        self, app: ASGIApp, origin_allowed: Callable[[str], bool], routes: Sequence[BaseRoute]
+    ) -> None:
+        self.app = app
+        self.origin_allowed = origin_allowed
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is None:
+            await self.app(scope, receive, send)
+            return
+        if not self.origin_allowed(origin):  # the guard refused it already: fail closed anyway
+            await error_response(403, "Forbidden: Origin not allowed")(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
+            methods = self.methods_at(scope)
+            if methods:
+                await self.preflight(origin, methods)(scope, receive, send)
+                return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                response_headers = MutableHeaders(scope=message)
+                response_headers["Access-Control-Allow-Origin"] = origin
+                response_headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+                response_headers.add_vary_header("Origin")
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+    def methods_at(self, scope: Scope) -> list[str]:
+        """The methods routed at this request's path (none: not a path of ours, so 404)."""
+        methods: set[str] = set()
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            route_methods = getattr(route, "methods", None)
+            if match is not Match.NONE and route_methods:
+                methods.update(route_methods)
+        return sorted(methods - _IMPLICIT)
+
+    @staticmethod
+    def preflight(origin: str, methods: list[str]) -> Response:
+        return Response(
+            status_code=204,
+            headers={
+                "Access-Control-Allow-Origin": origin,
+                "Access-Control-Allow-Methods": ", ".join(methods),
+                "Access-Control-Allow-Headers": ALLOW_HEADERS,
+                "Access-Control-Max-Age": str(MAX_AGE_S),
+                "Vary": "Origin",
+            },
+        )

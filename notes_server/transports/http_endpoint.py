@@ -1,0 +1,114 @@
+"""The routes this server contributes: `POST /mcp` and, with credentials, its RFC 9728 metadata.
+
+By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403) and
+authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
+under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
+pipeline in `http_exchange` in a worker thread. Responses are always `application/json`: no SSE
+stream is ever opened, so nothing is held per client. `Mcp-Session-Id` is ignored and never
+minted. GET and DELETE (legacy session traffic) get 405 with `Allow: POST`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from notes_server.config import HttpSettings
+from notes_server.protocol.dispatch import McpServer
+from notes_server.transports.http_auth import (
+    METADATA_PATH,
+    Authenticator,
+    base_url,
+    principal_of,
+    resource_metadata,
+)
+from notes_server.transports.http_exchange import exchange
+from notes_server.transports.http_responses import error_response, json_response
+from notes_server.transports.http_threads import WorkerThreads
+
+MCP_PATH = "/mcp"
+_HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_PARAM_VALUE = re.compile(r'[!#$%&\'*+.^_`|~0-9A-Za-z-]+|"[^"\\]*"')
+
+
+class PublicRoute(Route):
+    """A route served without a credential (a discovery document); every other needs one."""
+
+
+def _media_types(header: str) -> set[str]:
+    return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
+
+
+def json_content_type(header: str) -> bool:
+    """`application/json` with any parameters (RFC 9110 §8.3.1), of which `charset`, if given,
+    must be UTF-8: `application/json; charset="UTF-8"; foo=bar` is fine, `charset=latin-1` or a
+    malformed parameter is not."""
+    media, *params = header.split(";")
+    if media.strip().lower() != "application/json":
+        return False
+    for param in params:
+        if not param.strip():
+            continue  # an empty parameter (`application/json;`) is allowed by the grammar
+        name, sep, value = param.strip().partition("=")
+        if not sep or not _TOKEN.fullmatch(name) or not _PARAM_VALUE.fullmatch(value):
+            return False
+        if name.lower() == "charset" and value.strip('"').lower() not in ("utf-8", "utf8"):
+            return False
+    return True
+
+
+def media_problem(request: Request) -> Response | None:
+    """406 unless both response types are acceptable; 415 unless the body is UTF-8 JSON."""
+    accepted = _media_types(request.headers.get("accept", ""))
+    if not {"application/json", "text/event-stream"} <= accepted:
+        return error_response(
+            406, "Not Acceptable: Accept must list application/json and text/event-stream"
+        )
+    if not json_content_type(request.headers.get("content-type", "")):
+        return error_response(
+            415, "Unsupported Media Type: Content-Type must be application/json (UTF-8)"
+        )
+    return None
+
+
+class McpEndpoint:
+    def __init__(self, server: McpServer, http: HttpSettings, threads: WorkerThreads) -> None:
+        self.server = server
+        self.http = http
+        self.threads = threads
+
+    async def post(self, request: Request) -> Response:
+        problem = media_problem(request)
+        if problem is not None:
+            return problem
+        body = await request.body()
+        headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
+        call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
+        reply = await self.threads.run(call, self.http.request_timeout)
+        if reply.body is None:
+            return Response(status_code=reply.status)
+        return Response(reply.body, reply.status, media_type="application/json")
+
+
+def mcp_routes(server: McpServer, http: HttpSettings, threads: WorkerThreads) -> list[BaseRoute]:
+    """`POST /mcp`, the Streamable HTTP endpoint."""
+    return [Route(MCP_PATH, McpEndpoint(server, http, threads).post, methods=["POST"])]
+
+
+def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:
+    """RFC 9728 Protected Resource Metadata, at the root and per resource; only when requests
+    need credentials (with `--auth none` there is nothing to discover)."""
+    if not auth.requires_credentials:
+        return []
+
+    async def metadata(request: Request) -> Response:
+        url = base_url(request.headers, request.url.scheme, http)
+        return json_response(200, resource_metadata(url, http))
+
+    paths = (METADATA_PATH, METADATA_PATH + MCP_PATH)
+    return [PublicRoute(path, metadata, methods=["GET"]) for path in paths]

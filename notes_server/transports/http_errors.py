@@ -1,0 +1,50 @@
+"""The outermost middleware: whatever goes wrong, the client gets JSON, never a plain-text 500.
+
+A timeout is 503 and any other failure (authentication included) 500, both a JSON-RPC -32603
+with a null id. A database fault names its cause; anything else says only "Internal error" and
+its traceback goes to the log. A client that went away mid-body gets no answer at all.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from notes_server.errors import INTERNAL_ERROR
+from notes_server.protocol.dispatch import internal_error
+from notes_server.transports.http_responses import error_response
+from notes_server.transports.http_threads import RequestTimeout
+
+log = logging.getLogger("notes_server.http")
+
+
+class ErrorMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except ClientDisconnect:
+            log.debug("client disconnected before its request was read")
+        except Exception as exc:
+            if started:
+                raise  # too late for an answer: the server closes the connection
+            if isinstance(exc, RequestTimeout):
+                response = error_response(503, str(exc), code=INTERNAL_ERROR)
+            else:
+                error = internal_error(exc, "an HTTP request")
+                response = error_response(500, str(error["message"]), code=INTERNAL_ERROR)
+            await response(scope, receive, send)

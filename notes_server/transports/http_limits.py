@@ -1,0 +1,86 @@
+"""Request body bounds: 413 past the size limit (declared or actual), 408 past the read time.
+
+The bounds apply when a route reads its body, not before: a route checks its headers first
+(406, 415) and only then reads, so the order of refusals stays Accept, Content-Type, size, time.
+Routes read their whole body before answering (there is no streaming request), so a refusal
+here always comes before any response has started.
+"""
+
+from __future__ import annotations
+
+import anyio
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from notes_server.transports.http_responses import error_response
+from notes_server.values import is_ascii_digits
+
+BODY_READ_TIMEOUT_S = 10.0
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class BodyTooSlow(Exception):
+    pass
+
+
+def within(declared: str, limit: int) -> bool:
+    """A Content-Length of ASCII digits only, no longer than the limit's own (so `int` never
+    meets thousands of digits), and at most `limit`."""
+    return is_ascii_digits(declared) and len(declared) <= len(str(limit)) and int(declared) <= limit
+
+
+class BoundedBody:
+    """An ASGI `receive` that enforces the bounds while the body is being read."""
+
+    __slots__ = ("deadline", "declared", "done", "limit", "receive", "size", "timeout")
+
+    def __init__(self, receive: Receive, declared: str | None, limit: int, timeout: float) -> None:
+        self.receive = receive
+        self.declared = declared
+        self.limit = limit
+        self.timeout = timeout
+        self.deadline: float | None = None
+        self.size = 0
+        self.done = False
+
+    async def __call__(self) -> Message:
+        if self.done:  # the body is in: later calls only wait for a disconnect
+            return await self.receive()
+        if self.deadline is None:
+            if self.declared is not None and not within(self.declared, self.limit):
+                raise BodyTooLarge
+            self.deadline = anyio.current_time() + self.timeout
+        try:
+            with anyio.fail_after(max(self.deadline - anyio.current_time(), 0.0)):
+                message = await self.receive()
+        except TimeoutError:
+            raise BodyTooSlow from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.done = True
+        self.size += len(message.get("body", b""))
+        if self.size > self.limit:
+            raise BodyTooLarge
+        return message
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, limit: int, timeout: float = BODY_READ_TIMEOUT_S) -> None:
+        self.app = app
+        self.limit = limit
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        body = BoundedBody(receive, declared, self.limit, self.timeout)
+        try:
+            await self.app(scope, body, send)
+        except BodyTooLarge:
+            await error_response(413, "Payload Too Large")(scope, receive, send)
+        except BodyTooSlow:
+            await error_response(408, "Request Timeout")(scope, receive, send)
