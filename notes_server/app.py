@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from notes_server import __version__
-from notes_server.config import ENV_STATE_KEYS, Settings, SettingsError
+from notes_server.config import ENV_STATE_KEYS, HttpSettings, Settings, SettingsError, worker_config
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import build_registry
 from notes_server.tools.resources import NoteResources
 from notes_server.tools.services import Services
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 SERVER_INFO = {
     "name": "notes-server",
@@ -33,3 +38,22 @@ def check_settings(settings: Settings) -> None:
         KeyRing.parse(settings.state_keys)
     except ValueError as exc:  # the message names the entry, never the key
         raise SettingsError(f"{ENV_STATE_KEYS}: {exc}") from None
+
+
+def create_http_app(
+    settings: Settings, http: HttpSettings, services: Services | None = None
+) -> Starlette:
+    """Compose server, authenticator and ASGI app for one HTTP process."""
+    # Starlette and the HTTP modules load only for HTTP: a stdio start never pays for them.
+    from notes_server.transports.http import build_http_app
+    from notes_server.transports.http_auth import build_authenticator
+
+    services = services or Services(settings)
+    server = create_app(settings, services)
+    return build_http_app(server, build_authenticator(settings, http, services), http)
+
+
+def http_worker_app() -> Starlette:
+    """uvicorn factory: the app of one worker process, from the settings its parent exported."""
+    settings, http = worker_config()
+    return create_http_app(settings, http)

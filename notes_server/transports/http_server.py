@@ -1,9 +1,9 @@
 """Starting the HTTP transport: refuse unsafe configurations, compose the app, run uvicorn.
 
-Every worker process builds its own app through `worker_app` (an import-string factory, which is
-what uvicorn needs to spawn workers); the parent hands its resolved settings over through the
-environment (`config.export_worker_config`). Workers share the database and the state keys, so
-a confirmation asked by one worker can be answered by another.
+Every worker process builds its own app through `app.http_worker_app` (an import-string
+factory, which is what uvicorn needs to spawn workers); the parent hands its resolved settings
+over through the environment (`config.export_worker_config`). Workers share the database and
+the state keys, so a confirmation asked by one worker can be answered by another.
 """
 
 from __future__ import annotations
@@ -12,13 +12,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from starlette.applications import Starlette
-
-from notes_server.config import HttpSettings, Settings, export_worker_config, worker_config
+from notes_server.config import HttpSettings, Settings, export_worker_config
 from notes_server.security.principals import SEPARATOR
-from notes_server.tools.services import Services
 
-WORKER_APP = "notes_server.transports.http_server:worker_app"
+# The composition root builds each worker's app (uvicorn needs an import string to spawn them).
+WORKER_APP = "notes_server.app:http_worker_app"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -73,25 +71,6 @@ def prepare(settings: Settings, http: HttpSettings) -> None:
         assert settings.state_key_file is not None
         # Created once here, so that workers only ever read it.
         KeyRing.load_or_create_file(settings.state_key_file)
-
-
-def create_http_app(
-    settings: Settings, http: HttpSettings, services: Services | None = None
-) -> Starlette:
-    """Compose server, authenticator and ASGI app (the HTTP composition root)."""
-    from notes_server.app import create_app
-    from notes_server.transports.http import build_http_app
-    from notes_server.transports.http_auth import build_authenticator
-
-    services = services or Services(settings)
-    server = create_app(settings, services)
-    return build_http_app(server, build_authenticator(settings, http, services), http)
-
-
-def worker_app() -> Starlette:
-    """uvicorn factory: the app of one worker process, from the exported settings."""
-    settings, http = worker_config()
-    return create_http_app(settings, http)
 
 
 def log_config(level: str) -> dict[str, Any]:

@@ -13,11 +13,10 @@ import pytest
 from helpers import make_request
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_app, create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.registry import SHIPPED
 from notes_server.tools.services import Services
-from notes_server.transports.http_server import create_http_app
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = "conformance.fixture_tools"

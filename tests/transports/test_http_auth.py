@@ -24,6 +24,7 @@ from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token, utc_now
@@ -31,7 +32,6 @@ from notes_server.store import tokens
 from notes_server.store.engine import write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http_server import create_http_app
 
 ISSUER = "https://issuer.example"
 AUDIENCE = "https://notes.example/mcp"

@@ -22,7 +22,7 @@ from db_faults import fill, read_only, small_disk, write_garbage
 from http_support import LOOPBACK_URL, rpc
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_app, create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace
@@ -31,7 +31,6 @@ from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.http import build_http_app
-from notes_server.transports.http_server import create_http_app
 
 NOTES = "file:///home/alice/notes"
 INTERNAL_ERROR = -32603

@@ -14,12 +14,12 @@ from http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 from starlette.datastructures import Headers
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.transports.http_guard import OriginHostGuard
 from notes_server.transports.http_protocol import HEADER_TIMEOUT_S
-from notes_server.transports.http_server import create_http_app
 
 HOST_REFUSED = "Forbidden: Host not allowed"
 ORIGIN_REFUSED = "Forbidden: Origin not allowed"

@@ -21,6 +21,7 @@ from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token
@@ -28,7 +29,6 @@ from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http_server import (
     StartupError,
-    create_http_app,
     prepare,
     startup_problem,
 )

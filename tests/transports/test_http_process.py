@@ -19,6 +19,7 @@ from http_support import LOOPBACK_URL, HttpServer, SlowTool, rpc, serve_command,
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
 from notes_server.config import (
     HttpSettings,
     Settings,
@@ -30,7 +31,6 @@ from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http_server import (
     StartupError,
-    create_http_app,
     prepare,
     startup_problem,
 )

@@ -23,12 +23,12 @@ from http_support import (
 )
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
-from notes_server.transports.http_server import create_http_app
 
 Headers = list[tuple[str, str | bytes]]
 FORM = {"elicitation": {"form": {}}}
