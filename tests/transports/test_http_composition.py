@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 from notes_server.app import create_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import build_authenticator, principal_of
@@ -57,7 +58,7 @@ def client(settings: Settings, services: Services) -> Iterator[TestClient]:
 
 
 def bearer(engine: Engine, principal: str = "bob") -> dict[str, str]:
-    _, secret = create_token(engine, principal)
+    _, secret = create_token(SqlTokenRecords(engine), principal)
     return {"Authorization": f"Bearer {secret}"}
 
 

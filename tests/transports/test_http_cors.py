@@ -22,6 +22,7 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import build_authenticator
@@ -113,7 +114,7 @@ def test_a_preflight_from_a_disallowed_origin_is_403_json(client: TestClient, or
 def test_the_actual_request_from_an_allowed_origin_carries_cors_headers(
     client: TestClient, migrated_engine: Engine
 ) -> None:
-    _, secret = create_token(migrated_engine, "bob")
+    _, secret = create_token(SqlTokenRecords(migrated_engine), "bob")
     body, headers = rpc("tools/call", {"name": "test_whoami", "arguments": {}})
     headers.update({"Origin": APP, "Authorization": f"Bearer {secret}"})
     response = client.post("/mcp", content=body, headers=headers)
