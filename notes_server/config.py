@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import hashlib
 import ipaddress
 import json
 import os
@@ -79,6 +80,15 @@ class Settings:
     def db_display(self) -> str:
         """The database URL without credentials, for banners and logs."""
         return self.database.display
+
+    @property
+    def state_audience(self) -> str:
+        """Who a sealed requestState is for: this deployment, named by its database (every
+        worker and instance on one database shares it; another deployment with the same state
+        keys does not). Credentials never enter it."""
+        db = self.database
+        identity = f"sqlite:{db.sqlite_path}" if db.sqlite_path is not None else db.display
+        return "notes-server/" + hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
 
 
 class SettingsError(ValueError):

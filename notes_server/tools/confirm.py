@@ -1,16 +1,17 @@
 """Confirmed destructive actions over multi round-trip requests (MRTR).
 
 Round 1 finds candidates inside the authorized workspace and returns `input_required` with a
-form elicitation and a sealed requestState. Round 2 verifies the state (key, expiry, principal,
-tool, phase, argument digest), validates the answer against the form that was asked, and runs ONE
-write transaction: refuse a consumed nonce, re-authorize, re-check the live note, claim the nonce,
-mutate, audit, commit. Any failure inside rolls the whole transaction back, nonce claim included.
+form elicitation and a requestState issued by the request-state boundary
+(`security.request_state`) with the candidates as its payload. Round 2 has the boundary verify
+the state (key, expiry, audience, principal, tool, phase, argument digest), validates the answer
+against the form that was asked, and runs ONE write transaction: refuse a consumed nonce,
+re-authorize, re-check the live note, claim the nonce, mutate, audit, commit. Any failure inside
+rolls the whole transaction back, nonce claim included.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,7 +22,6 @@ from notes_server.tools.confirm_form import (
     MAX_CANDIDATES,
     Action,
     answer_digest,
-    args_digest,
     chosen_note,
     form_message,
     form_schema,
@@ -38,7 +38,7 @@ __all__ = ["Action", "ConfirmedAction", "output_schema_for"]
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from notes_server.security.state import StateSealer
+    from notes_server.security.request_state import Claims
     from notes_server.store.notes import NoteRecord
 
 PRUNE_MARGIN = timedelta(minutes=10)
@@ -76,7 +76,7 @@ class ConfirmedAction(Tool):
         if kind == "decline" or (kind == "accept" and said_no(answer)):
             return self.decline(ctx, args, claims)
         if kind == "accept":
-            return self.accept(ctx, args, claims, chosen_note(answer, claims))
+            return self.accept(ctx, args, claims, chosen_note(answer, claims.payload))
         raise InvalidParams(INVALID_CONFIRMATION)
 
     # -- round 1 --------------------------------------------------------------------------
@@ -95,16 +95,13 @@ class ConfirmedAction(Tool):
                 f"{title!r}, so there is nothing to {self.action.verb}. "
                 "Use notes_search to find the note's title."
             )
-        claims = {
-            "p": ctx.principal,
-            "m": "tools/call",
-            "t": self.action.tool,
-            "ph": self.action.phase,
-            "a": args_digest(self.action.tool, workspace.uri, args["title"]),
-            "c": [[note.id, note.version] for note in shown],
-            "n": secrets.token_hex(16),
-        }
-        state = self.sealer.seal(claims, self.services.settings.state_ttl)
+        state = self.services.states.issue(
+            principal=ctx.principal,
+            tool=self.action.tool,
+            phase=self.action.phase,
+            arguments=self.bound_arguments(workspace.uri, args),
+            payload={"c": [[note.id, note.version] for note in shown]},
+        )
         request = {
             "method": "elicitation/create",
             "params": {
@@ -117,34 +114,28 @@ class ConfirmedAction(Tool):
 
     # -- round 2 --------------------------------------------------------------------------
 
-    @property
-    def sealer(self) -> StateSealer:
-        return self.services.sealer
+    @staticmethod
+    def bound_arguments(workspace: str, args: dict[str, Any]) -> dict[str, Any]:
+        """What the state binds: the workspace in canonical form (another spelling of the same
+        workspace confirms the same request) and the title exactly as sent."""
+        return {"workspaceUri": workspace, "title": args["title"]}
 
-    def verify(self, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
-        """Open the state and bind it to this principal, tool, phase and these arguments."""
-        from notes_server.security.state import StateError
+    def verify(self, ctx: CallContext, args: dict[str, Any]) -> Claims:
+        """Have the boundary verify the state for this request; check the candidates payload."""
         from notes_server.security.uri import canonical_workspace
 
-        try:
-            claims = self.sealer.open(ctx.request_state or "")
-        except StateError as exc:
-            raise StateRejected(exc.reason) from None
         try:
             workspace = canonical_workspace(args["workspaceUri"])
         except ValueError:
             raise StateRejected("workspace no longer parses") from None
-        expected = {
-            "p": ctx.principal,
-            "m": "tools/call",
-            "t": self.action.tool,
-            "ph": self.action.phase,
-            "a": args_digest(self.action.tool, workspace, args["title"]),
-        }
-        for key, value in expected.items():
-            if claims.get(key) != value:
-                raise StateRejected(f"state claim {key!r} does not match this request")
-        if not isinstance(claims.get("c"), list) or not isinstance(claims.get("n"), str):
+        claims = self.services.states.verify(
+            ctx.request_state or "",
+            principal=ctx.principal,
+            tool=self.action.tool,
+            phases=(self.action.phase,),
+            arguments=self.bound_arguments(workspace, args),
+        )
+        if not isinstance(claims.payload.get("c"), list):
             raise StateRejected("state payload is incomplete")
         return claims
 
@@ -153,17 +144,17 @@ class ConfirmedAction(Tool):
             {self.action.flag: outcome == self.action.done, "outcome": outcome, **extra}
         )
 
-    def cancel(self, claims: dict[str, Any]) -> ToolResult:
+    def cancel(self, claims: Claims) -> ToolResult:
         """Touch nothing; but a state whose confirmation was already used is not cancellable."""
         from notes_server.store import nonces
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            if nonces.get(conn, claims["n"]) is not None:
+            if nonces.get(conn, claims.nonce) is not None:
                 raise StateRejected("confirmation nonce already consumed")
         return self.finished("cancelled")
 
-    def decline(self, ctx: CallContext, args: dict[str, Any], claims: dict[str, Any]) -> ToolResult:
+    def decline(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult:
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
@@ -174,17 +165,17 @@ class ConfirmedAction(Tool):
         return self.finished("declined")
 
     def accept(
-        self, ctx: CallContext, args: dict[str, Any], claims: dict[str, Any], note_id: str
+        self, ctx: CallContext, args: dict[str, Any], claims: Claims, note_id: str
     ) -> ToolResult:
         from notes_server.store import nonces, notes
         from notes_server.store.engine import write_tx
 
-        sealed_version = dict((entry[0], entry[1]) for entry in claims["c"])[note_id]
+        sealed_version = dict((entry[0], entry[1]) for entry in claims.payload["c"])[note_id]
         digest = answer_digest(note_id)  # pure: computed before the write lock is taken
         with write_tx(self.services.engine) as conn:
             # Re-authorize first: even replaying a recorded outcome needs a live grant.
             workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
-            previous = nonces.get(conn, claims["n"])
+            previous = nonces.get(conn, claims.nonce)
             if previous is not None:
                 return self.replayed(ctx, previous, note_id)
             note = notes.get_note(conn, workspace.uri, note_id)
@@ -230,7 +221,7 @@ class ConfirmedAction(Tool):
         self,
         conn: Connection,
         ctx: CallContext,
-        claims: dict[str, Any],
+        claims: Claims,
         outcome: str,
         digest: str | None,
         result: ToolResult | None,
@@ -241,14 +232,14 @@ class ConfirmedAction(Tool):
         nonces.prune(conn, expired_before=now - PRUNE_MARGIN)
         claimed = nonces.claim(
             conn,
-            nonce=claims["n"],
+            nonce=claims.nonce,
             principal=ctx.principal,
             tool=self.action.tool,
             outcome=outcome,
             answer_digest=digest,
             result_json=None if result is None else json.dumps(result.structured),
             now=now,
-            expires_at=datetime.fromtimestamp(claims["exp"], UTC).replace(tzinfo=None),
+            expires_at=datetime.fromtimestamp(claims.expires_at, UTC).replace(tzinfo=None),
         )
         if not claimed:
             raise StateRejected("confirmation nonce already consumed")
@@ -260,7 +251,7 @@ class ConfirmedAction(Tool):
         workspace: str,
         outcome: str,
         note: NoteRecord | None,
-        claims: dict[str, Any],
+        claims: Claims,
         title: str,
         at: datetime,
     ) -> None:
@@ -277,6 +268,6 @@ class ConfirmedAction(Tool):
                 note_id=None if note is None else note.id,
                 note_title=title,
                 note_path=None if note is None else note.path,
-                nonce=claims["n"],
+                nonce=claims.nonce,
             ),
         )

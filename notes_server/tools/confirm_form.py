@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +37,6 @@ class Action:
     flag: str
     done: str
     confirm_title: str
-
-
-def args_digest(tool: str, workspace: str, title: str) -> str:
-    material = json.dumps([tool, workspace, title], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(material.encode()).hexdigest()
 
 
 def answer_digest(note_id: str) -> str:
@@ -122,13 +118,13 @@ def said_no(answer: dict[str, Any]) -> bool:
     )
 
 
-def chosen_note(answer: dict[str, Any], claims: dict[str, Any]) -> str:
+def chosen_note(answer: dict[str, Any], payload: Mapping[str, Any]) -> str:
     """Validate an accept answer against the form that was asked: never infer consent."""
     content = answer.get("content")
     if not isinstance(content, dict) or set(content) != {"note_id", "confirm"}:
         raise InvalidParams(INVALID_CONFIRMATION)
     note_id, confirm = content["note_id"], content["confirm"]
-    sealed_ids = {entry[0] for entry in claims["c"]}
+    sealed_ids = {entry[0] for entry in payload["c"]}
     if confirm is not True or not isinstance(note_id, str) or note_id not in sealed_ids:
         raise InvalidParams(INVALID_CONFIRMATION)
     return note_id

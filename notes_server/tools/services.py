@@ -1,4 +1,4 @@
-"""What tools share: settings, the clock, the database engine and the state sealer.
+"""What tools share: settings, the clock, the database engine and the request-state boundary.
 
 Built once by the composition root. The engine and the sealer are created on first use so that a
 server answers `server/discover` and `tools/list` before SQLAlchemy or cryptography is imported.
@@ -17,6 +17,7 @@ from notes_server.config import Settings
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from notes_server.security.request_state import RequestStates
     from notes_server.security.state import StateSealer
 
 
@@ -37,6 +38,7 @@ class Services:
         self.clock = clock
         self._engine = engine
         self._sealer: StateSealer | None = None
+        self._states: RequestStates | None = None
         self._lock = threading.Lock()
 
     @property
@@ -56,6 +58,20 @@ class Services:
                 if self._sealer is None:
                     self._sealer = self._build_sealer()
         return self._sealer
+
+    @property
+    def states(self) -> RequestStates:
+        """The request-state boundary every multi round-trip tool issues and verifies through."""
+        if self._states is None:
+            from notes_server.security.request_state import RequestStates
+
+            states = RequestStates(
+                self.sealer, audience=self.settings.state_audience, ttl=self.settings.state_ttl
+            )
+            with self._lock:
+                if self._states is None:
+                    self._states = states
+        return self._states
 
     def _build_sealer(self) -> StateSealer:
         from notes_server.security.keyring import KeyRing

@@ -2,16 +2,16 @@
 docs/conformance-fixtures.md). Loaded only with `serve --tools-module
 tests.conformance.fixture_tools`; never part of the shipped tool list.
 
-Multi round-trip fixtures seal their round number in `requestState` with the server's own
-sealer, so a tampered state is rejected exactly like a real confirmation's (-32602).
+Multi round-trip fixtures keep their round number as the phase of a `requestState` issued and
+verified by the server's request-state boundary, so a tampered state is rejected exactly like a
+real confirmation's (-32602).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from notes_server.errors import MissingCapability, StateRejected
-from notes_server.security.state import StateError
+from notes_server.errors import MissingCapability
 from notes_server.tools.base import CallContext, InputRequired, Tool, tool_hints
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -179,21 +179,21 @@ class RoundTrip(Fixture):
         return None
 
     def ask(self, ctx: CallContext, round_no: int) -> InputRequired:
-        claims = {"t": self.name, "p": ctx.principal, "r": round_no}
-        state = self.services.sealer.seal(claims, 300)
+        state = self.services.states.issue(
+            principal=ctx.principal, tool=self.name, phase=f"round-{round_no}", arguments={}
+        )
         return InputRequired(self.asked(ctx, round_no), state)
 
     def opened_round(self, ctx: CallContext) -> int:
-        try:
-            claims = self.services.sealer.open(ctx.request_state or "")
-        except StateError as exc:
-            raise StateRejected(exc.reason) from None
-        if claims.get("t") != self.name or claims.get("p") != ctx.principal:
-            raise StateRejected("fixture state for another tool or principal")
-        round_no = claims.get("r")
-        if not isinstance(round_no, int) or not 0 <= round_no < len(self.rounds):
-            raise StateRejected("fixture state has no valid round")
-        return round_no
+        """The fixtures take no arguments (their schema allows none), so `{}` is what binds."""
+        claims = self.services.states.verify(
+            ctx.request_state or "",
+            principal=ctx.principal,
+            tool=self.name,
+            phases=[f"round-{n}" for n in range(len(self.rounds))],
+            arguments={},
+        )
+        return int(claims.phase.removeprefix("round-"))
 
     def finish(self, responses: dict[str, Any]) -> str:
         return "Completed."

@@ -298,7 +298,8 @@ def test_state_seals_principal_tool_phase_arguments_candidates_and_a_fresh_nonce
     again, _ = flow.ask(kind, TITLE)
 
     claims = flow.services.sealer.open(state)
-    assert set(claims) == {"p", "m", "t", "ph", "a", "c", "n", "iat", "exp"}
+    assert set(claims) == {"p", "m", "t", "ph", "a", "aud", "c", "n", "iat", "exp"}
+    assert claims["aud"] == flow.settings.state_audience
     assert claims["p"] == "alice"
     assert claims["m"] == "tools/call"
     assert claims["t"] == kind.tool
