@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import string
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -232,3 +234,31 @@ def test_a_state_from_the_future_is_refused(flow: Flow, kind: Kind) -> None:
     reply = flow.answer(kind, TITLE, state, accept(note.id))
 
     assert_refused_and_untouched(flow, reply)
+
+
+@per_kind
+@ANSWERS
+def test_a_state_issued_by_another_deployment_with_the_same_keys_is_refused(
+    flow: Flow, kind: Kind, answer: str, tmp_path: Path
+) -> None:
+    note = flow.seed(TITLE, "tps.md")
+    elsewhere = replace(flow.settings, db_url=f"sqlite:///{tmp_path}/elsewhere.db")
+    state, _ = Flow(elsewhere, flow.engine, flow.clock).ask(kind, TITLE)
+
+    reply = flow.answer(kind, TITLE, state, response(answer, note.id))
+
+    assert_refused_and_untouched(flow, reply)
+
+
+@per_kind
+def test_another_server_on_the_same_database_and_keys_confirms_the_state(
+    flow: Flow, kind: Kind
+) -> None:
+    note = flow.seed(TITLE, "tps.md")
+    state, _ = flow.ask(kind, TITLE)
+    assert flow.settings.state_keys is not None
+    worker = flow.with_keys(flow.settings.state_keys)
+
+    reply = worker.answer(kind, TITLE, state, accept(note.id))
+
+    assert structured(reply)["outcome"] == kind.done
