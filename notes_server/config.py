@@ -19,6 +19,7 @@ from notes_server.dburl import DatabaseUrl, DatabaseUrlError, parse_database_url
 ENV_DB = "NOTES_SERVER_DB"
 ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
 ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
+ENV_STATE_AUDIENCE = "NOTES_SERVER_STATE_AUDIENCE"
 ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
 ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
 # Set by `serve --transport http` for its worker processes; not meant to be set by hand.
@@ -54,6 +55,8 @@ class Settings:
     principal: str = "local"
     state_keys: str | None = field(default=None, repr=False)
     state_ttl: float = DEFAULT_STATE_TTL
+    # Names this deployment in requestState when its database URL does not (see state_audience).
+    state_audience_name: str | None = None
     log_level: str = "INFO"
     tools_modules: tuple[str, ...] = ()
     sandbox: str = "auto"
@@ -83,9 +86,11 @@ class Settings:
 
     @property
     def state_audience(self) -> str:
-        """Who a sealed requestState is for: this deployment, named by its database (every
-        worker and instance on one database shares it; another deployment with the same state
-        keys does not). Credentials never enter it."""
+        """Who a sealed requestState is for: this deployment, named by `state_audience_name` or
+        else by its database (every worker and instance on one database shares it; another
+        deployment with the same state keys does not). Credentials never enter it."""
+        if self.state_audience_name is not None:
+            return self.state_audience_name
         db = self.database
         identity = f"sqlite:{db.sqlite_path}" if db.sqlite_path is not None else db.display
         return "notes-server/" + hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
@@ -97,6 +102,18 @@ class SettingsError(ValueError):
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_AUDIENCE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._:/")
+
+
+def _checked_audience(raw: str | None) -> str | None:
+    """An operator-chosen deployment name: 1-128 characters of [A-Za-z0-9-._:/]."""
+    if raw is None or raw == "":
+        return None
+    if len(raw) > 128 or not set(raw) <= _AUDIENCE_CHARS:
+        raise SettingsError(
+            f"{ENV_STATE_AUDIENCE}: expected 1-128 characters of letters, digits and -._:/"
+        )
+    return raw
 
 
 def _checked_db(raw: str, source: str) -> str:
@@ -137,6 +154,7 @@ def build_settings(
         principal=principal or env.get(ENV_PRINCIPAL) or os_login(),
         state_keys=env.get(ENV_STATE_KEYS) or None,
         state_ttl=DEFAULT_STATE_TTL if state_ttl is None else state_ttl,
+        state_audience_name=_checked_audience(env.get(ENV_STATE_AUDIENCE)),
         log_level=log_level,
         tools_modules=tools_modules,
         pause_at=env.get(ENV_PAUSE_AT) or None,

@@ -119,3 +119,11 @@ def test_a_driver_qualified_sqlite_url_keeps_its_database_writable_in_the_sandbo
     assert reply["result"]["isError"] is False, reply
     assert "landlock" in server.stderr_text().lower()
     assert server.close() == 0
+
+
+def test_a_malformed_state_audience_stops_serve_before_it_answers_anything(
+    tmp_path: Path,
+) -> None:
+    done = _run(tmp_path, "serve", env={"NOTES_SERVER_STATE_AUDIENCE": "two words"})
+
+    _assert_one_line_exit_2(done, "NOTES_SERVER_STATE_AUDIENCE: expected 1-128 characters")

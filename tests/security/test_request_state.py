@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from notes_server.config import Settings
+from notes_server.config import Settings, SettingsError, build_settings
 from notes_server.errors import StateRejected, to_wire
 from notes_server.security.keyring import KeyRing, StateKey
 from notes_server.security.request_state import Claims, RequestStates
@@ -287,3 +287,21 @@ def test_the_audience_names_the_database_not_its_spelling_or_credentials(tmp_pat
     assert audience(pg.format("app:s3cret")) == audience(pg.format("ro:other"))
     assert "s3cret" not in audience(pg.format("app:s3cret"))
     assert audience(pg.format("app:s3cret")) != audience("postgresql+psycopg://db.example/other")
+
+
+def test_a_configured_audience_lets_deployments_on_differently_spelled_urls_share_states(
+    tmp_path: Any,
+) -> None:
+    env = {"NOTES_SERVER_STATE_AUDIENCE": "notes-prod.eu-1"}
+    one = build_settings(db="postgresql+psycopg://app@10.0.0.5/notes", env=env)
+    two = build_settings(db="postgresql+psycopg://app@db.internal/notes", env=env)
+    derived = build_settings(db="postgresql+psycopg://app@db.internal/notes", env={})
+
+    assert one.state_audience == two.state_audience == "notes-prod.eu-1"
+    assert derived.state_audience != "notes-prod.eu-1"
+
+
+@pytest.mark.parametrize("bad", ["has space", "x" * 129, "naïve", "semi;colon"])
+def test_a_malformed_configured_audience_is_a_settings_error(bad: str) -> None:
+    with pytest.raises(SettingsError, match=r"^NOTES_SERVER_STATE_AUDIENCE: expected"):
+        build_settings(db="sqlite:////tmp/n.db", env={"NOTES_SERVER_STATE_AUDIENCE": bad})
