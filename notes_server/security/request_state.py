@@ -95,8 +95,10 @@ class RequestStates:
         phase: str,
         arguments: Mapping[str, Any],
         payload: Mapping[str, Any] | None = None,
+        ttl: float | None = None,
     ) -> str:
-        """Seal a new state for round 2 of ``tool``; a fresh 128-bit nonce names it."""
+        """Seal a new state for round 2 of ``tool``; a fresh 128-bit nonce names it. ``ttl``
+        (seconds) overrides the server's state lifetime for a step that takes longer."""
         extra = dict(payload or {})
         clash = RESERVED_CLAIMS.intersection(extra)
         if clash:
@@ -111,7 +113,7 @@ class RequestStates:
             "aud": self._audience,
             "n": secrets.token_hex(16),
         }
-        return self._sealer.seal(claims, self._ttl)
+        return self._sealer.seal(claims, self._ttl if ttl is None else ttl)
 
     def verify(
         self,

@@ -256,6 +256,17 @@ def test_a_state_expires_after_its_ttl_by_the_injected_clock() -> None:
     assert rejected(states, token) == "expired"
 
 
+def test_a_state_issued_with_its_own_lifetime_expires_by_it() -> None:
+    clock = FakeClock()
+    states = boundary(clock=clock)
+    token = issue(states, ttl=TTL * 10)
+
+    clock.now = T0 + TTL
+    assert verify(states, token).expires_at == T0 + TTL * 10
+    clock.now = T0 + TTL * 10
+    assert rejected(states, token) == "expired"
+
+
 def test_a_state_from_the_future_is_refused() -> None:
     clock = FakeClock(T0 + 3600)
     token = issue(boundary(clock=clock))
