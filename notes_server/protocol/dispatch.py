@@ -63,16 +63,24 @@ def exc_text(exc: BaseException) -> str:
     return str(orig if isinstance(orig, BaseException) else exc)[:200]
 
 
+DEFAULT_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
+
+
 class McpServer:
+    """The server: tools, resources and capabilities as composed by the extension registry
+    (`extensions.registry.ExtensionRegistry`), answering one message at a time."""
+
     def __init__(
         self,
         registry: ToolRegistry,
         resources: ResourceProvider,
         server_info: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
     ) -> None:
         self.registry = registry
         self.resources = resources
         self.server_info = server_info
+        self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
         self._static: dict[str, EncodedResult] = {}
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
