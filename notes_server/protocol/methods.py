@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, ToolFailure
+from notes_server.jsontext import dump_bytes
 from notes_server.protocol.context import RequestContext
 from notes_server.protocol.versions import MODERN_VERSIONS
 from notes_server.tools.base import CallContext, ToolResult
@@ -59,7 +60,12 @@ def tools_list(server: ServerView, ctx: RequestContext, params: dict[str, Any]) 
         )
     # The descriptors follow this request's client capabilities: a shared cache keyed on the
     # method alone could hand one client's variant to another, so the list is never public.
-    return _cacheable({"tools": registry.listing_for(ctx.capabilities)}, "private", LIST_TTL_MS)
+    metas = registry.metas_for(ctx.capabilities)
+    return server.variant_result(
+        "tools/list",
+        dump_bytes(metas),
+        lambda: _cacheable({"tools": registry.listing_with(metas)}, "private", LIST_TTL_MS),
+    )
 
 
 def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:

@@ -25,3 +25,8 @@ class ServerView(Protocol):
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
         """A result identical for every request, built once."""
+
+    def variant_result(
+        self, key: str, variant: bytes, build: Callable[[], dict[str, Any]]
+    ) -> EncodedResult:
+        """A result that depends on the request only through `variant`; a few kept, bounded."""

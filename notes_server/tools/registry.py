@@ -61,15 +61,22 @@ class ToolRegistry:
         """Whether the listing may depend on the request's client capabilities."""
         return bool(self._hooks)
 
-    def listing_for(self, capabilities: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The descriptors for one request: each hook's `_meta` merged in, in hook order."""
-        if not self._hooks:
-            return self._listing
-        listing = []
-        for tool, entry in zip(self._tools.values(), self._listing, strict=True):
-            meta = dict(entry.get("_meta", {}))
+    def metas_for(self, capabilities: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+        """Per tool, in order, the `_meta` entries the hooks add for these client capabilities
+        (merged in hook order; empty when no hook adds any)."""
+        metas = []
+        for tool in self._tools.values():
+            meta: dict[str, Any] = {}
             for hook in self._hooks:
                 meta.update(hook(tool, capabilities) or {})
+            metas.append(meta)
+        return tuple(metas)
+
+    def listing_with(self, metas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The descriptors with `metas` (from `metas_for`) merged into each one's `_meta`."""
+        listing = []
+        for entry, extra in zip(self._listing, metas, strict=True):
+            meta = {**entry.get("_meta", {}), **extra}
             listing.append({**entry, "_meta": meta} if meta else entry)
         return listing
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from notes_server.extensions.registry import ExtensionRegistry
 from notes_server.protocol.dispatch import McpServer
 from notes_server.store import grants, notes
 from notes_server.store.engine import write_tx
+from notes_server.tools.base import Tool
 from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
 
@@ -329,3 +330,23 @@ def test_a_tools_module_that_cannot_be_imported_stops_serve_with_one_line(
         "notes-server: error: --tools-module no_such_tools: cannot import "
         "(No module named 'no_such_tools')"
     ]
+
+
+def _echo_meta(tool: Tool, capabilities: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Echoes a client-chosen value: as many list variants as clients care to send."""
+    value = capabilities.get("experimental", {}).get("echo")
+    return {"com.example/echo": value} if tool.name == "demo_echo" else None
+
+
+def test_every_client_gets_its_own_variant_however_many_there_are(
+    settings: Settings, services: Services
+) -> None:
+    echo = Extension("echo", tools=[EchoTool(services)], tool_meta=_echo_meta)
+    server = create_app(settings, services, [echo])
+
+    for round_ in range(2):
+        for value in range(40):
+            caps = {"experimental": {"echo": {"n": value}}}
+            raw = server.handle_raw(json.dumps(make_request("tools/list", caps=caps)), "alice")
+            (tool,) = json.loads(raw or b"")["result"]["tools"]
+            assert tool["_meta"] == {"com.example/echo": {"n": value}}, round_
