@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from notes_server import __version__
 from notes_server.config import ENV_STATE_KEYS, HttpSettings, Settings, SettingsError, worker_config
+from notes_server.extensions.base import Extension
+from notes_server.extensions.registry import ExtensionRegistry
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.keyring import KeyRing
-from notes_server.tools.registry import build_registry
-from notes_server.tools.resources import NoteResources
+from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services
 
 if TYPE_CHECKING:
@@ -23,10 +25,29 @@ SERVER_INFO = {
 }
 
 
-def create_app(settings: Settings, services: Services | None = None) -> McpServer:
+def compose_extensions(
+    settings: Settings, services: Services, extensions: Sequence[Extension] | None = None
+) -> ExtensionRegistry:
+    """The extensions a server serves: the given ones, or the built-in notes extension and each
+    `--tools-module`. Clashes fail here, at start (SettingsError)."""
+    if extensions is None:
+        extensions = builtin_extensions(services, settings.tools_modules)
+    return ExtensionRegistry(extensions)
+
+
+def server_for(composed: ExtensionRegistry) -> McpServer:
+    return McpServer(
+        composed.tools, composed.resources, SERVER_INFO, capabilities=composed.capabilities
+    )
+
+
+def create_app(
+    settings: Settings,
+    services: Services | None = None,
+    extensions: Sequence[Extension] | None = None,
+) -> McpServer:
     services = services or Services(settings)
-    registry = build_registry(services, settings.tools_modules)
-    return McpServer(registry, NoteResources(services), SERVER_INFO)
+    return server_for(compose_extensions(settings, services, extensions))
 
 
 def check_settings(settings: Settings) -> None:
@@ -41,16 +62,21 @@ def check_settings(settings: Settings) -> None:
 
 
 def create_http_app(
-    settings: Settings, http: HttpSettings, services: Services | None = None
+    settings: Settings,
+    http: HttpSettings,
+    services: Services | None = None,
+    extensions: Sequence[Extension] | None = None,
 ) -> Starlette:
-    """Compose server, authenticator and ASGI app for one HTTP process."""
+    """Compose server, authenticator and ASGI app (with the extensions' routes) for one HTTP
+    process. Workers rebuild from settings, so what they serve is the default extensions."""
     # Starlette and the HTTP modules load only for HTTP: a stdio start never pays for them.
     from notes_server.transports.http import build_http_app
     from notes_server.transports.http_auth import build_authenticator
 
     services = services or Services(settings)
-    server = create_app(settings, services)
-    return build_http_app(server, build_authenticator(settings, http, services), http)
+    composed = compose_extensions(settings, services, extensions)
+    auth = build_authenticator(settings, http, services)
+    return build_http_app(server_for(composed), auth, http, extra_routes=composed.http_routes())
 
 
 def http_worker_app() -> Starlette:

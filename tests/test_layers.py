@@ -17,8 +17,14 @@ import notes_server
 PACKAGE = Path(next(iter(notes_server.__path__)))
 # Higher ranks may import lower ones; a layer may import itself. Security and store share a
 # rank but must not import each other (the store persists, security decides). The legacy
-# adapter and the `call` client live at the edge with the transports; MCP Apps are tools.
-EDGE = {"legacy": "transports", "client": "transports", "apps": "tools"}
+# adapter and the `call` client live at the edge with the transports; MCP Apps and the
+# extension seam they plug into are tools.
+EDGE = {
+    "legacy": "transports",
+    "client": "transports",
+    "apps": "tools",
+    "extensions": "tools",
+}
 RANKS = {
     "cli": 6,
     "app": 5,

@@ -8,6 +8,7 @@ says nothing more, except that a database fault names its class (read-only, full
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -63,17 +64,28 @@ def exc_text(exc: BaseException) -> str:
     return str(orig if isinstance(orig, BaseException) else exc)[:200]
 
 
+DEFAULT_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
+MAX_VARIANTS = 16
+
+
 class McpServer:
+    """The server: tools, resources and capabilities as composed by the extension registry
+    (`extensions.registry.ExtensionRegistry`), answering one message at a time."""
+
     def __init__(
         self,
         registry: ToolRegistry,
         resources: ResourceProvider,
         server_info: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
     ) -> None:
         self.registry = registry
         self.resources = resources
         self.server_info = server_info
+        self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
         self._static: dict[str, EncodedResult] = {}
+        self._variants: dict[tuple[str, bytes], EncodedResult] = {}
+        self._variants_lock = threading.Lock()
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
         """A result identical for every request, stamped and encoded on first use."""
@@ -81,6 +93,23 @@ class McpServer:
         if cached is None:
             cached = EncodedResult({**build(), "_meta": {META_SERVER_INFO: self.server_info}})
             self._static[key] = cached
+        return cached
+
+    def variant_result(
+        self, key: str, variant: bytes, build: Callable[[], dict[str, Any]]
+    ) -> EncodedResult:
+        """A result that depends on the request only through `variant` (say, the `_meta` that
+        extensions add for its capabilities). The last few variants stay encoded; the bound
+        keeps a client that varies its capabilities from growing the cache."""
+        with self._variants_lock:
+            cached = self._variants.get((key, variant))
+        if cached is not None:
+            return cached
+        cached = EncodedResult({**build(), "_meta": {META_SERVER_INFO: self.server_info}})
+        with self._variants_lock:
+            if len(self._variants) >= MAX_VARIANTS:
+                del self._variants[next(iter(self._variants))]
+            self._variants[(key, variant)] = cached
         return cached
 
     def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, ToolFailure
+from notes_server.jsontext import dump_bytes
 from notes_server.protocol.context import RequestContext
 from notes_server.protocol.versions import MODERN_VERSIONS
 from notes_server.tools.base import CallContext, ToolResult
@@ -40,7 +41,7 @@ def discover(server: ServerView, ctx: RequestContext, params: dict[str, Any]) ->
         lambda: _cacheable(
             {
                 "supportedVersions": list(MODERN_VERSIONS),
-                "capabilities": {"tools": {}, "resources": {}},
+                "capabilities": server.capabilities,
                 "instructions": INSTRUCTIONS,
             },
             "public",
@@ -51,9 +52,19 @@ def discover(server: ServerView, ctx: RequestContext, params: dict[str, Any]) ->
 
 def tools_list(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     _no_cursor(params)
-    return server.static_result(
+    registry = server.registry
+    if not registry.varies:
+        return server.static_result(
+            "tools/list",
+            lambda: _cacheable({"tools": registry.listing()}, "public", LIST_TTL_MS),
+        )
+    # The descriptors follow this request's client capabilities: a shared cache keyed on the
+    # method alone could hand one client's variant to another, so the list is never public.
+    metas = registry.metas_for(ctx.capabilities)
+    return server.variant_result(
         "tools/list",
-        lambda: _cacheable({"tools": server.registry.listing()}, "public", LIST_TTL_MS),
+        dump_bytes(metas),
+        lambda: _cacheable({"tools": registry.listing_with(metas)}, "private", LIST_TTL_MS),
     )
 
 
@@ -97,7 +108,8 @@ def resources_list(
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidParams("Invalid cursor")
-    resources, next_cursor = server.resources.list_resources(ctx.principal, cursor)
+    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id)
+    resources, next_cursor = server.resources.list_resources(call, cursor)
     body: dict[str, Any] = {"resources": resources}
     if next_cursor is not None:
         body["nextCursor"] = next_cursor
@@ -117,5 +129,6 @@ def resources_read(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("Invalid params: uri must be a string")
-    contents = server.resources.read_resource(ctx.principal, uri)
+    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id)
+    contents = server.resources.read_resource(call, uri)
     return _cacheable({"contents": contents}, "private", 0)

@@ -6,19 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from notes_server.extensions.base import ResourceProvider
+
 if TYPE_CHECKING:
     from notes_server.protocol.envelope import EncodedResult
     from notes_server.tools.registry import ToolRegistry
 
-
-class ResourceProvider(Protocol):
-    def list_resources(
-        self, principal: str, cursor: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """Resources visible to the principal, one page."""
-
-    def read_resource(self, principal: str, uri: str) -> list[dict[str, Any]]:
-        """Contents of one resource; -32602 when it does not exist for this principal."""
+__all__ = ["ResourceProvider", "ServerView"]
 
 
 class ServerView(Protocol):
@@ -27,6 +21,12 @@ class ServerView(Protocol):
     registry: ToolRegistry
     resources: ResourceProvider
     server_info: dict[str, Any]
+    capabilities: dict[str, Any]
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
         """A result identical for every request, built once."""
+
+    def variant_result(
+        self, key: str, variant: bytes, build: Callable[[], dict[str, Any]]
+    ) -> EncodedResult:
+        """A result that depends on the request only through `variant`; a few kept, bounded."""

@@ -1,21 +1,25 @@
-"""The tool registry: shipped tools in a fixed order, plus optional extra tool modules.
+"""The tool registry, and the built-in "notes" extension: shipped tools in a fixed order and
+the `file:` resources, plus test-harness tool modules contributed through the same seam.
 
 An extra module (``--tools-module``, used by test harnesses) exposes ``TOOLS``: a sequence of
-Tool subclasses. Names must be unique; a clash is a startup error, never a silent override.
+Tool subclasses; it becomes an extension of its own, named after the module.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from notes_server.config import SettingsError
+from notes_server.extensions.base import Extension, ToolMetaHook
 from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
+from notes_server.tools.resources import NoteResources
 from notes_server.tools.search import SearchNotes
 from notes_server.tools.services import Services
 from notes_server.tools.update import UpdateNote
@@ -33,35 +37,78 @@ SHIPPED: tuple[type[Tool], ...] = (
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    """Tools by name, in order. `meta_hooks` add `_meta` to descriptors per request; without
+    them the listing is the same for every request (and the server caches its bytes)."""
+
+    def __init__(self, tools: Iterable[Tool], meta_hooks: Sequence[ToolMetaHook] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
             self._tools[tool.name] = tool
         self._listing = [tool.describe() for tool in self._tools.values()]
+        self._hooks = tuple(meta_hooks)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def listing(self) -> list[dict[str, Any]]:
+        """The descriptors without any per-request `_meta`."""
         return self._listing
+
+    @property
+    def varies(self) -> bool:
+        """Whether the listing may depend on the request's client capabilities."""
+        return bool(self._hooks)
+
+    def metas_for(self, capabilities: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+        """Per tool, in order, the `_meta` entries the hooks add for these client capabilities
+        (merged in hook order; empty when no hook adds any)."""
+        metas = []
+        for tool in self._tools.values():
+            meta: dict[str, Any] = {}
+            for hook in self._hooks:
+                meta.update(hook(tool, capabilities) or {})
+            metas.append(meta)
+        return tuple(metas)
+
+    def listing_with(self, metas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The descriptors with `metas` (from `metas_for`) merged into each one's `_meta`."""
+        listing = []
+        for entry, extra in zip(self._listing, metas, strict=True):
+            meta = {**entry.get("_meta", {}), **extra}
+            listing.append({**entry, "_meta": meta} if meta else entry)
+        return listing
 
     def names(self) -> list[str]:
         return list(self._tools)
 
 
-def extra_tool_classes(modules: Sequence[str]) -> list[type[Tool]]:
-    classes: list[type[Tool]] = []
-    for module_name in modules:
+def notes_extension(services: Services) -> Extension:
+    """The built-in notes extension: the shipped tools and notes as `file:` resources."""
+    return Extension(
+        name="notes",
+        capabilities={"tools": {}, "resources": {}},
+        tools=[cls(services) for cls in SHIPPED],
+        resource_providers={"file": NoteResources(services)},
+    )
+
+
+def tools_module_extension(module_name: str, services: Services) -> Extension:
+    """A `--tools-module`: its `TOOLS` as an extension named after the module."""
+    try:
         module = importlib.import_module(module_name)
-        tools = getattr(module, "TOOLS", None)
-        if not isinstance(tools, list | tuple):
-            raise ValueError(f"tools module {module_name!r} has no TOOLS sequence")
-        classes.extend(tools)
-    return classes
+    except ImportError as exc:
+        raise SettingsError(f"--tools-module {module_name}: cannot import ({exc.msg})") from None
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, list | tuple):
+        raise SettingsError(f"--tools-module {module_name}: the module has no TOOLS sequence")
+    return Extension(name=f"tools-module:{module_name}", tools=[cls(services) for cls in tools])
 
 
-def build_registry(services: Services, extra_modules: Sequence[str] = ()) -> ToolRegistry:
-    classes = [*SHIPPED, *extra_tool_classes(extra_modules)]
-    return ToolRegistry(cls(services) for cls in classes)
+def builtin_extensions(services: Services, tools_modules: Sequence[str] = ()) -> list[Extension]:
+    """What a server built from settings serves: notes, then each tools module in order."""
+    return [
+        notes_extension(services),
+        *(tools_module_extension(m, services) for m in tools_modules),
+    ]

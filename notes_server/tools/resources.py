@@ -1,11 +1,14 @@
-"""Notes as MCP resources: each note is readable at its canonical file URI."""
+"""Notes as MCP resources (the notes extension's `file:` provider): each note is readable at
+its canonical file URI."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
+from notes_server.extensions.resources import not_found
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
+from notes_server.tools.base import CallContext
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
 from notes_server.values import is_ascii_digits
@@ -13,16 +16,12 @@ from notes_server.values import is_ascii_digits
 PAGE = 100
 
 
-def _not_found(uri: str) -> InvalidParams:
-    return InvalidParams("Resource not found", {"uri": uri[:2048]})
-
-
 class NoteResources:
     def __init__(self, services: Services) -> None:
         self.services = services
 
     def list_resources(
-        self, principal: str, cursor: str | None
+        self, ctx: CallContext, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
         from sqlalchemy import select
 
@@ -34,7 +33,7 @@ class NoteResources:
         query = (
             select(notes.c.workspace, notes.c.path, notes.c.title, notes.c.id)
             .join(grants, grants.c.workspace == notes.c.workspace)
-            .where(grants.c.principal == principal, notes.c.archived.is_(False))
+            .where(grants.c.principal == ctx.principal, notes.c.archived.is_(False))
             .order_by(notes.c.workspace, notes.c.path)
             .limit(PAGE + 1)
             .offset(offset)
@@ -45,16 +44,16 @@ class NoteResources:
         more = len(rows) > PAGE and offset + PAGE <= MAX_OFFSET
         return resources, str(offset + PAGE) if more else None
 
-    def read_resource(self, principal: str, uri: str) -> list[dict[str, Any]]:
+    def read_resource(self, ctx: CallContext, uri: str) -> list[dict[str, Any]]:
         from notes_server.store import grants, notes
         from notes_server.store.engine import read_tx
 
         try:
             target = parse_note_uri(uri)
         except UriError:
-            raise _not_found(uri) from None
+            raise not_found(uri) from None
         with read_tx(self.services.engine) as conn:
-            for grant in grants.list_grants(conn, principal):
+            for grant in grants.list_grants(conn, ctx.principal):
                 workspace = parse_workspace_uri(grant.workspace)
                 if not workspace.contains(target):
                     continue
@@ -68,7 +67,7 @@ class NoteResources:
                             "text": note.body,
                         }
                     ]
-        raise _not_found(uri)
+        raise not_found(uri)
 
 
 def _offset(cursor: str | None) -> int:

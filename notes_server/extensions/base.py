@@ -1,0 +1,55 @@
+"""What an extension is: one named bundle of contributions the server composes at start.
+
+An extension never reaches into the core: it contributes server capabilities and `extensions`
+entries for `server/discover`, tools, resource providers (one per URI scheme), a hook that adds
+`_meta` to tool descriptors for one request's client capabilities, and HTTP routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from notes_server.tools.base import CallContext, Tool
+
+ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
+"""(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
+
+RouteFactory = Callable[[], "Sequence[BaseRoute]"]
+
+
+class ResourceProvider(Protocol):
+    """The resources of one URI scheme. `ctx` is the request (principal, client capabilities)."""
+
+    def list_resources(
+        self, ctx: CallContext, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Resources visible to the principal, one page; -32602 for a cursor not issued here."""
+
+    def read_resource(self, ctx: CallContext, uri: str) -> list[dict[str, Any]]:
+        """Contents of one resource; -32602 when it does not exist for this principal."""
+
+
+def no_routes() -> Sequence[BaseRoute]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One extension's contributions. Everything is optional except the name.
+
+    `http_routes` is a factory, called only when an HTTP app is built, so that a stdio start
+    never imports Starlette for an extension's routes.
+    """
+
+    name: str
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+    extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tools: Sequence[Tool] = ()
+    resource_providers: Mapping[str, ResourceProvider] = field(default_factory=dict)
+    tool_meta: ToolMetaHook | None = None
+    http_routes: RouteFactory = no_routes
