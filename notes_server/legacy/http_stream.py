@@ -38,6 +38,7 @@ from notes_server.legacy.rounds import (
 )
 from notes_server.legacy.session import LegacyHandler
 from notes_server.legacy.translate import input_response, is_response
+from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 
 log = logging.getLogger("notes_server.legacy")
@@ -126,6 +127,9 @@ class Conversation:
                 await self._converse(send)
             except Ended:
                 log.info("legacy tools/call %r ended without a result", self.request.id)
+            except Exception as exc:  # the stream has started: the error goes on it, as JSON-RPC
+                error = internal_error(exc, "a legacy tools/call")
+                await send(_body(self.request.id, (None, error)))
             group.cancel_scope.cancel()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
