@@ -200,6 +200,26 @@ def test_an_expired_session_is_404(alice: Host, clock: Clock) -> None:
     assert alice.send("tools/list").status_code == 404
 
 
+def test_a_session_in_use_stays_alive_past_its_first_expiry(alice: Host, clock: Clock) -> None:
+    alice.initialize()
+    clock.now += timedelta(hours=23)
+    assert alice.send("tools/list").status_code == 200
+    clock.now += timedelta(hours=23)
+
+    assert alice.send("tools/list").status_code == 200
+
+
+def test_a_repeated_session_header_is_400(alice: Host) -> None:
+    alice.initialize()
+    message = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+    headers = [*alice.headers().items(), ("Mcp-Session-Id", "other")]
+
+    response = alice.client.post("/mcp", content=json.dumps(message), headers=headers)
+
+    assert response.status_code == 400
+    assert "more than once" in response.json()["error"]["message"]
+
+
 def test_delete_ends_the_session(alice: Host) -> None:
     alice.initialize()
 
