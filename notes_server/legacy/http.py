@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,12 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
 from notes_server.errors import InvalidParams, McpError, to_wire
-from notes_server.legacy.http_stream import Conversation, Wakeups, request_key
+from notes_server.legacy.http_stream import (
+    MAX_ANSWER_BYTES,
+    Conversation,
+    Wakeups,
+    request_key,
+)
 from notes_server.legacy.rounds import needs_input
 from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
 from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
@@ -56,6 +62,7 @@ VERSION_HEADER = "mcp-protocol-version"
 SESSION_TTL = timedelta(hours=24)
 SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
 _T = TypeVar("_T")
+log = logging.getLogger("notes_server.legacy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +160,7 @@ class LegacyHttp:
         ids = http.headers.getlist(SESSION_HEADER)
         if len(ids) != 1:
             return error_response(400, "Bad Request: DELETE needs one Mcp-Session-Id header")
-        key = session_hash(ids[0])
+        key = session_hash(ids[0].strip())
         ended = await self.run(lambda: self.store.repo.end(key, principal))
         if not ended:
             return error_response(404, SESSION_NOT_FOUND)
@@ -166,8 +173,9 @@ class LegacyHttp:
             return _json(400, encode_error(request.id, to_wire(exc)))
         handler = LegacyHandler(self.server, principal, session)
         result, error = await self.run(lambda: handler.initialize(request.id))
-        if error is not None or result is None:
-            return _json(200, encode_error(request.id, error or {}))
+        if error is not None:
+            return _json(200, encode_error(request.id, error))
+        assert result is not None
         session_id = await self.run(lambda: self.store.open(principal, session))
         response = _json(200, encode_result(request.id, result))
         response.headers["Mcp-Session-Id"] = session_id
@@ -182,7 +190,7 @@ class LegacyHttp:
     ) -> Response | Conversation:
         if len(ids) != 1:
             return error_response(400, "Bad Request: Mcp-Session-Id header sent more than once")
-        key = session_hash(ids[0])
+        key = session_hash(ids[0].strip())
         session = await self.run(lambda: self.store.find(key, principal))
         if session is None:
             return error_response(404, SESSION_NOT_FOUND)
@@ -206,7 +214,8 @@ class LegacyHttp:
         if it is held in this process (another worker finds it by polling)."""
         question = response.get("id")
         text = json.dumps(response, separators=(",", ":"))
-        if not isinstance(question, str) or len(text) > 64 * 1024:
+        if not isinstance(question, str) or len(text) > MAX_ANSWER_BYTES:
+            log.info("dropped an answer that is too large or has no string id")
             return
         now = self.store.options.clock()
         if await self.run(lambda: self.store.repo.answer(key, question, text, now)):
