@@ -106,9 +106,13 @@ class SessionStore:
         info = None if record.client_info_json is None else json.loads(record.client_info_json)
         return LegacySession(record.version, json.loads(record.capabilities_json), info)
 
-    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> None:
+    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
         expires = self.options.clock() + timedelta(seconds=wait_s + 60)
-        self.repo.ask(key, question, client_key, expires)
+        return self.repo.ask(key, question, client_key, expires)
+
+    def cancel(self, key: str, client_key: str, wait_s: float) -> None:
+        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
+        self.repo.cancel(key, client_key, expires)
 
     def poll(self, key: str, question: str) -> Answer | None:
         return self.repo.poll(key, question)
@@ -227,7 +231,7 @@ class LegacyHttp:
         cancelled = notice.params.get("requestId")
         if isinstance(cancelled, (str, int)) and not isinstance(cancelled, bool):
             client_key = request_key(cancelled)
-            await self.run(lambda: self.store.repo.cancel(key, client_key))
+            await self.run(lambda: self.store.cancel(key, client_key, self.wait_s))
 
     async def _request(
         self, key: str, handler: LegacyHandler, request: Request

@@ -167,9 +167,11 @@ class Conversation:
         question_id = str(message["id"])
         deadline = anyio.current_time() + self.wait_limit
         client_key = request_key(self.request.id)
-        await self.run(
+        asked = await self.run(
             lambda: self.store.ask(self.session, question_id, client_key, self.wait_limit)
         )
+        if not asked:
+            raise Ended  # cancelled before the question could be sent
         woken = self.wakeups.register(self.session, question_id)
         try:
             payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()

@@ -18,6 +18,8 @@ from notes_server.store.models import http_questions_table as questions
 from notes_server.store.models import http_sessions_table as sessions
 
 PRUNE_BATCH = 200
+# The request id of a cancellation that arrived before any question (ours start with "s-").
+CANCELLED_MARKER = "cancelled:"
 # An active session's expiry moves forward at most this often (not a write per request).
 REFRESH_INTERVAL = timedelta(minutes=5)
 
@@ -103,19 +105,14 @@ class SqlLegacySessions:
 
     def ask(
         self, session_hash: str, request_id: str, client_request: str, expires: datetime
-    ) -> None:
-        """Record a question before it is sent, so that its answer has somewhere to land."""
+    ) -> bool:
+        """Record a question before it is sent, so that its answer has somewhere to land;
+        False (nothing recorded) when the client already cancelled `client_request`."""
         with write_tx(self.engine) as conn:
-            conn.execute(
-                insert(questions).values(
-                    session_hash=session_hash,
-                    request_id=request_id,
-                    client_request=client_request,
-                    response_json=None,
-                    cancelled=False,
-                    expires_at=expires,
-                )
-            )
+            if _cancelled(conn, session_hash, client_request):
+                return False
+            _insert(conn, session_hash, request_id, client_request, expires, cancelled=False)
+        return True
 
     def answer(self, session_hash: str, request_id: str, response_json: str, now: datetime) -> bool:
         """Store the first answer to an open question; False for unknown, answered or expired."""
@@ -132,8 +129,9 @@ class SqlLegacySessions:
             ).rowcount
         return bool(changed)
 
-    def cancel(self, session_hash: str, client_request: str) -> int:
-        """Mark every open question asked while serving `client_request` as cancelled."""
+    def cancel(self, session_hash: str, client_request: str, expires: datetime) -> None:
+        """Mark every question asked while serving `client_request` as cancelled. With none
+        open yet (the call is still in its first round), leave a marker so that none is asked."""
         with write_tx(self.engine) as conn:
             changed = conn.execute(
                 update(questions)
@@ -143,7 +141,9 @@ class SqlLegacySessions:
                 )
                 .values(cancelled=True)
             ).rowcount
-        return int(changed)
+            if not changed:
+                marker = CANCELLED_MARKER + client_request
+                _insert(conn, session_hash, marker, client_request, expires, cancelled=True)
 
     def poll(self, session_hash: str, request_id: str) -> Answer | None:
         """The question's state; None when it is gone (the session ended)."""
@@ -164,6 +164,40 @@ class SqlLegacySessions:
                     questions.c.request_id == request_id,
                 )
             )
+
+
+def _cancelled(conn: Connection, session_hash: str, client_request: str) -> bool:
+    row = conn.execute(
+        select(questions.c.request_id)
+        .where(
+            questions.c.session_hash == session_hash,
+            questions.c.client_request == client_request,
+            questions.c.cancelled.is_(True),
+        )
+        .limit(1)
+    ).first()
+    return row is not None
+
+
+def _insert(
+    conn: Connection,
+    session_hash: str,
+    request_id: str,
+    client_request: str,
+    expires: datetime,
+    *,
+    cancelled: bool,
+) -> None:
+    conn.execute(
+        insert(questions).values(
+            session_hash=session_hash,
+            request_id=request_id,
+            client_request=client_request,
+            response_json=None,
+            cancelled=cancelled,
+            expires_at=expires,
+        )
+    )
 
 
 def _prune(conn: Connection, now: datetime) -> None:

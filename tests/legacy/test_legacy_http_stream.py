@@ -52,9 +52,12 @@ class Store:
     fail: bool = False
     closed: list[str] = field(default_factory=list)
 
-    def ask(self, session: str, question: str, client_key: str, wait_s: float) -> None:
+    cancelled_early: bool = False
+
+    def ask(self, session: str, question: str, client_key: str, wait_s: float) -> bool:
         if self.fail:
             raise RuntimeError("secret detail /var/lib/notes.db")
+        return not self.cancelled_early
 
     def poll(self, session: str, question: str) -> Answer | None:
         return self.answer
@@ -147,3 +150,13 @@ def test_a_fault_after_the_stream_started_is_a_json_rpc_error_event_without_deta
     assert error["error"]["code"] == -32603
     assert "secret" not in json.dumps(error) and "/var/lib" not in json.dumps(error)
     assert core.retries == []
+
+
+def test_a_call_cancelled_before_its_question_is_asked_ends_without_asking() -> None:
+    core, store = Core(), Store(cancelled_early=True)
+
+    sent = converse(core, store)
+
+    assert events(sent) == []
+    assert core.retries == []
+    assert store.closed == []

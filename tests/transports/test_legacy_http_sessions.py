@@ -97,7 +97,8 @@ def workers(
 ) -> Iterator[tuple[TestClient, TestClient]]:
     """Two apps (as two worker processes would build them) on one database."""
     grant("alice", NOTES)
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    # A short confirmation lifetime bounds how long a stream may wait for an answer here.
+    settings = dataclasses.replace(settings, tools_modules=("http_support",), state_ttl=5.0)
     clients = []
     for _ in range(2):
         services = Services(settings, engine=migrated_engine, clock=clock)
@@ -316,3 +317,24 @@ def test_get_stays_405(alice: Host) -> None:
     response = alice.client.get("/mcp", headers=alice.headers())
 
     assert response.status_code == 405
+
+
+def test_a_cancel_that_overtakes_the_first_round_means_no_question_and_no_change(
+    alice: Host,
+) -> None:
+    alice.initialize()
+    args = {"workspaceUri": NOTES, "title": "Keep"}
+    alice.result("tools/call", {"name": "notes_create", "arguments": args})
+    cancel = {"requestId": alice.ids + 1, "reason": "changed my mind"}
+    notice = alice.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+
+    response = alice.send("tools/call", {"name": "notes_delete", "arguments": args})
+    found = alice.result(
+        "tools/call", {"name": "notes_search", "arguments": {"workspaceUri": NOTES}}
+    )
+
+    assert notice.status_code == 202
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.content == b""
+    assert [note["title"] for note in found["structuredContent"]["notes"]] == ["Keep"]
