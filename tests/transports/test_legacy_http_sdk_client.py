@@ -62,13 +62,15 @@ async def session(url: str, token: str, action: str, asked: list[str]) -> dict[s
     }
 
 
-@pytest.fixture
-def live(tmp_path: Path, migrated_engine: Any, grant: Any) -> Any:
+@pytest.fixture(params=[1, 2], ids=["one-worker", "two-workers"])
+def live(request: pytest.FixtureRequest, tmp_path: Path, migrated_engine: Any, grant: Any) -> Any:
+    """A server with one or two worker processes: with two, the session, the question and its
+    answer may each be handled by either."""
     grant("alice", NOTES)
     _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
     env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
     url = str(migrated_engine.url)
-    server = start_http_server(tmp_path, url, "--auth", "token", env=env)
+    server = start_http_server(tmp_path, url, "--auth", "token", env=env, workers=request.param)
     yield server, token
     server.stop()
 
