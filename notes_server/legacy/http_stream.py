@@ -22,7 +22,7 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from starlette.types import Receive, Scope, Send
@@ -40,6 +40,7 @@ from notes_server.legacy.session import LegacyHandler
 from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
+from notes_server.store.sessions import Answer
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -61,6 +62,16 @@ def request_key(request_id: RequestId) -> str:
 
 def sse_event(payload: bytes) -> bytes:
     return b"event: message\ndata: " + payload + b"\n\n"
+
+
+class QuestionStore(Protocol):
+    """Where questions wait for answers (`legacy.http.SessionStore` over the database)."""
+
+    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool: ...
+
+    def poll(self, key: str, question: str) -> Answer | None: ...
+
+    def close(self, key: str, question: str) -> None: ...
 
 
 class Wakeups:
@@ -92,7 +103,7 @@ class Conversation:
         request: Request,
         required: dict[str, Any],
         *,
-        store: Any,
+        store: QuestionStore,
         session: str,
         run: Run[Any],
         wakeups: Wakeups,
@@ -119,7 +130,7 @@ class Conversation:
             async def watch_disconnect() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                log.info("legacy client disconnected while asked; nothing was changed")
+                log.info("legacy client disconnected; its tools/call was abandoned")
                 group.cancel_scope.cancel()
 
             group.start_soon(watch_disconnect)

@@ -199,7 +199,7 @@ def test_a_client_disconnect_ends_the_wait_without_a_change(
 
     with stream as response:
         question = next(events(response))
-    wait_for_log(first, "disconnected while asked")
+    wait_for_log(first, "disconnected; its tools/call was abandoned")
     late = host.post(second, accept(question))
 
     assert late.status_code == 202
