@@ -17,6 +17,8 @@ from notes_server.tools.services import Services
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from notes_server.transports.http_endpoint import LegacyFactory
+
 SERVER_INFO = {
     "name": "notes-server",
     "title": "Notes",
@@ -75,8 +77,32 @@ def create_http_app(
 
     services = services or Services(settings)
     composed = compose_extensions(settings, services, extensions)
+    server = server_for(composed)
     auth = build_authenticator(settings, http, services)
-    return build_http_app(server_for(composed), auth, http, extra_routes=composed.http_routes())
+    return build_http_app(
+        server,
+        auth,
+        http,
+        extra_routes=composed.http_routes(),
+        legacy=legacy_http(server, http, services),
+    )
+
+
+def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
+    """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
+    confirmation as its sealed state lives."""
+    from notes_server.legacy.http import SESSION_TTL, LegacyHttp, LegacyHttpOptions
+    from notes_server.store.sessions import SqlLegacySessions
+
+    repository: list[SqlLegacySessions] = []
+
+    def build() -> SqlLegacySessions:
+        if not repository:  # the engine (and SQLAlchemy) only when a legacy client arrives
+            repository.append(SqlLegacySessions(services.engine, SESSION_TTL))
+        return repository[0]
+
+    options = LegacyHttpOptions(build, services.clock, services.settings.state_ttl)
+    return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 
 
 def http_worker_app() -> Starlette:

@@ -1,7 +1,9 @@
-"""The MCP 2025-11-25 adapter at the stdio edge.
+"""The MCP 2025-11-25 adapter at the edges (stdio connections and HTTP sessions).
 
-`connection.DualEraConnection` routes each message: modern `_meta` goes to the stateless core
-untouched; an `initialize` without it starts a legacy session (`session`), whose requests are
-translated (`translate`, pure) and whose confirmation forms become server-initiated requests
-(`channel`). Nothing in `protocol/`, `tools/` or `store/` imports this package.
+On stdio, `connection.DualEraConnection` routes each message: modern `_meta` goes to the
+stateless core untouched; an `initialize` without it starts a legacy session (`session`), whose
+requests are translated (`translate`, pure) and whose confirmation forms become server-initiated
+requests (`channel`, with the steps in `rounds`). Over HTTP, `http` keeps sessions in the
+database and `http_stream` asks on the SSE stream of the POST. Nothing in `protocol/`, `tools/`,
+`store/` or `transports/` imports this package.
 """

@@ -15,13 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled
+from notes_server.legacy.rounds import (
+    MAX_ROUNDS,
+    Outcome,
+    after_rounds,
+    needs_input,
+    questions,
+    retry_params,
+    too_many_rounds,
+)
 from notes_server.legacy.translate import (
-    CONFIRMATION_EXPIRED,
     LEGACY_METHODS,
     NEEDS_ELICITATION,
-    SERVER_REQUESTS,
-    TOO_MANY_ROUNDS,
-    expired_confirmation,
     initialize_result,
     input_response,
     legacy_error,
@@ -30,7 +35,6 @@ from notes_server.legacy.translate import (
     modern_params,
     needs_capability,
     negotiate,
-    server_request,
     tool_error_result,
 )
 from notes_server.protocol.envelope import Request, RequestId
@@ -38,12 +42,11 @@ from notes_server.protocol.envelope import Request, RequestId
 if TYPE_CHECKING:
     from notes_server.protocol.dispatch import McpServer
 
-MAX_ROUNDS = 5
 MAX_NAME_ECHO = 64
 
 log = logging.getLogger("notes_server.legacy")
 
-Outcome = tuple[dict[str, Any] | None, dict[str, Any] | None]
+__all__ = ["MAX_ROUNDS", "LegacyHandler", "LegacySession", "Outcome", "start_session"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +75,15 @@ def start_session(params: dict[str, Any]) -> LegacySession:
 
 
 class LegacyHandler:
+    """Answers one session's requests; `channel` asks the client (stdio), None on HTTP, whose
+    transport asks on the SSE stream and uses `dispatch` and `finish` itself."""
+
     def __init__(
-        self, server: McpServer, principal: str, session: LegacySession, channel: ClientChannel
+        self,
+        server: McpServer,
+        principal: str,
+        session: LegacySession,
+        channel: ClientChannel | None = None,
     ) -> None:
         self.server = server
         self.principal = principal
@@ -82,7 +92,7 @@ class LegacyHandler:
 
     def initialize(self, request_id: RequestId) -> Outcome:
         """Answer `initialize` from the core's own `server/discover` result."""
-        result, error = self._dispatch(Request(request_id, "server/discover", {}))
+        result, error = self.dispatch(Request(request_id, "server/discover", {}))
         if error is not None or result is None:
             return None, error
         info = self.session.client_info or {}
@@ -93,17 +103,27 @@ class LegacyHandler:
         )
         return initialize_result(self.session.version, result, self.server.server_info), None
 
-    def handle(self, request: Request) -> Outcome:
-        """(legacy result, None) or (None, legacy error). Raises RequestCancelled."""
-        method = request.method
+    def refusal(self, method: str) -> Outcome | None:
+        """`ping` answered, an unknown method refused; None for methods the core serves."""
         if method == "ping":
             return {}, None
         if method not in LEGACY_METHODS:
             return None, to_wire(MethodNotFound(f"Method not found: {method[:MAX_NAME_ECHO]}"))
-        if method == "tools/call":
+        return None
+
+    def handle(self, request: Request) -> Outcome:
+        """(legacy result, None) or (None, legacy error). Raises RequestCancelled."""
+        refused = self.refusal(request.method)
+        if refused is not None:
+            return refused
+        if request.method == "tools/call":
             result, error = self._call_with_rounds(request)
         else:
-            result, error = self._dispatch(request)
+            result, error = self.dispatch(request)
+        return self.finish(request.method, result, error)
+
+    def finish(self, method: str, result: dict[str, Any] | None, error: Any) -> Outcome:
+        """The core's outcome in legacy shape."""
         if error is not None:
             if needs_capability(method, error):
                 return tool_error_result(NEEDS_ELICITATION), None
@@ -111,7 +131,8 @@ class LegacyHandler:
         assert result is not None
         return legacy_result(method, result), None
 
-    def _dispatch(self, request: Request) -> Outcome:
+    def dispatch(self, request: Request) -> Outcome:
+        """The request through the core, stamped with the session's `_meta`."""
         session = self.session
         params = modern_params(request.params, session.capabilities, session.client_info)
         return self.server.handle_request(
@@ -120,38 +141,27 @@ class LegacyHandler:
 
     def _call_with_rounds(self, request: Request) -> Outcome:
         rounds = 0
-        result, error = self._dispatch(request)
-        while result is not None and result.get("resultType") == "input_required":
+        result, error = self.dispatch(request)
+        while result is not None and needs_input(result):
             if rounds == MAX_ROUNDS:
-                return tool_error_result(TOO_MANY_ROUNDS.format(rounds=MAX_ROUNDS)), None
+                return too_many_rounds()
             rounds += 1
             request = Request(request.id, request.method, self._retry(request, result))
-            result, error = self._dispatch(request)
-        if rounds and error is not None and expired_confirmation(error):
-            return tool_error_result(CONFIRMATION_EXPIRED), None
-        return result, error
+            result, error = self.dispatch(request)
+        return after_rounds(rounds, result, error)
 
     def _retry(self, request: Request, required: dict[str, Any]) -> dict[str, Any]:
         """Ask the client every embedded input request; the original params plus answers."""
+        channel = self.channel
+        assert channel is not None, "only a stdio session asks through a channel"
         responses: dict[str, Any] = {}
-        embedded_requests = required.get("inputRequests") or {}
-        for key, embedded in embedded_requests.items():
-            method = embedded.get("method") if isinstance(embedded, dict) else None
-            if method not in SERVER_REQUESTS:
-                continue
-            message = server_request(self.session.version, self.channel.new_id(), embedded)
+        for key, method, message in questions(self.session.version, required, channel.new_id):
             try:
-                response = self.channel.ask(message, request.id)
+                response = channel.ask(message, request.id)
             except RequestCancelled:
-                self.channel.cancel(message["id"], "The request was cancelled by the client")
+                channel.cancel(message["id"], "The request was cancelled by the client")
                 raise
             answer = input_response(method, response)
             if answer is not None:
                 responses[key] = answer
-        params = {
-            k: v for k, v in request.params.items() if k not in ("inputResponses", "requestState")
-        }
-        params["inputResponses"] = responses
-        if "requestState" in required:
-            params["requestState"] = required["requestState"]
-        return params
+        return retry_params(request.params, required, responses)

@@ -105,3 +105,34 @@ tokens_table = Table(
 )
 
 FTS_TABLE = "notes_fts"
+
+# A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
+# the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the
+# principal that opened it; the credential on each request stays the security boundary.
+http_sessions_table = Table(
+    "legacy_sessions",
+    metadata,
+    Column("session_hash", String(64), primary_key=True),
+    Column("principal", String(200), nullable=False),
+    Column("version", String(20), nullable=False),
+    Column("capabilities_json", Text, nullable=False),
+    Column("client_info_json", Text, nullable=True),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Index("ix_legacy_sessions_expires", "expires_at"),
+)
+
+# A server-initiated request (elicitation/create) awaiting the client's answer, which may be
+# POSTed to another worker: the answer (or a cancellation) is written here and the worker that
+# holds the SSE stream reads it.
+http_questions_table = Table(
+    "legacy_questions",
+    metadata,
+    Column("session_hash", String(64), primary_key=True),
+    Column("request_id", String(100), primary_key=True),
+    Column("client_request", String(200), nullable=False),
+    Column("response_json", Text, nullable=True),
+    Column("cancelled", Boolean, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Index("ix_legacy_questions_expires", "expires_at"),
+)

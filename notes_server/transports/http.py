@@ -27,7 +27,12 @@ from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.transports.http_auth import Authenticator, AuthMiddleware
 from notes_server.transports.http_cors import CorsMiddleware
-from notes_server.transports.http_endpoint import PublicRoute, mcp_routes, metadata_routes
+from notes_server.transports.http_endpoint import (
+    LegacyFactory,
+    PublicRoute,
+    mcp_routes,
+    metadata_routes,
+)
 from notes_server.transports.http_errors import ErrorMiddleware
 from notes_server.transports.http_guard import OriginHostGuard, OriginPolicy
 from notes_server.transports.http_limits import BodyLimitMiddleware
@@ -42,11 +47,13 @@ def build_http_app(
     *,
     extra_routes: Sequence[BaseRoute] = (),
     threads: int = WORKER_THREADS,
+    legacy: LegacyFactory | None = None,
 ) -> Starlette:
     """The ASGI application for an already composed server and authenticator; `extra_routes`
-    are served behind the same guard, CORS, authentication (unless a `PublicRoute`) and limits."""
+    are served behind the same guard, CORS, authentication (unless a `PublicRoute`) and limits;
+    `legacy` builds the 2025-era session handler (on this app's worker threads)."""
     pool = WorkerThreads(threads)
-    routes = [*mcp_routes(server, http, pool), *metadata_routes(auth, http), *extra_routes]
+    routes = [*mcp_routes(server, http, pool, legacy), *metadata_routes(auth, http), *extra_routes]
     public = frozenset(route.path for route in routes if isinstance(route, PublicRoute))
     middleware = [
         Middleware(ErrorMiddleware),

@@ -3,19 +3,23 @@
 By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403) and
 authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
 under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
-pipeline in `http_exchange` in a worker thread. Responses are always `application/json`: no SSE
-stream is ever opened, so nothing is held per client. `Mcp-Session-Id` is ignored and never
-minted. GET and DELETE (legacy session traffic) get 405 with `Allow: POST`.
+pipeline in `http_exchange` in a worker thread. Modern responses are always `application/json`
+and hold nothing per client; a modern request's `Mcp-Session-Id` is ignored. With legacy
+sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered there
+first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without them.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from typing import Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
@@ -76,17 +80,46 @@ def media_problem(request: Request) -> Response | None:
     return None
 
 
+class SessionTraffic(Protocol):
+    """2025-era Streamable HTTP sessions, answered before the modern pipeline."""
+
+    async def post(self, request: Request, body: bytes, principal: str) -> ASGIApp | None:
+        """The answer when the POST is session traffic; None for the modern pipeline."""
+
+    async def delete(self, request: Request, principal: str) -> ASGIApp:
+        """`DELETE /mcp`: end the session."""
+
+
+LegacyFactory = Callable[[WorkerThreads], SessionTraffic]
+
+
 class McpEndpoint:
-    def __init__(self, server: McpServer, http: HttpSettings, threads: WorkerThreads) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        http: HttpSettings,
+        threads: WorkerThreads,
+        legacy: SessionTraffic | None = None,
+    ) -> None:
         self.server = server
         self.http = http
         self.threads = threads
+        self.legacy = legacy
 
-    async def post(self, request: Request) -> Response:
+    async def dispatch(self, request: Request) -> ASGIApp:
+        if request.method == "DELETE" and self.legacy is not None:
+            return await self.legacy.delete(request, principal_of(request.scope))
+        return await self.post(request)
+
+    async def post(self, request: Request) -> ASGIApp:
         problem = media_problem(request)
         if problem is not None:
             return problem
         body = await request.body()
+        if self.legacy is not None:
+            answer = await self.legacy.post(request, body, principal_of(request.scope))
+            if answer is not None:
+                return answer
         headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
         call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
         reply = await self.threads.run(call, self.http.request_timeout)
@@ -95,9 +128,17 @@ class McpEndpoint:
         return Response(reply.body, reply.status, media_type="application/json")
 
 
-def mcp_routes(server: McpServer, http: HttpSettings, threads: WorkerThreads) -> list[BaseRoute]:
-    """`POST /mcp`, the Streamable HTTP endpoint."""
-    return [Route(MCP_PATH, McpEndpoint(server, http, threads).post, methods=["POST"])]
+def mcp_routes(
+    server: McpServer,
+    http: HttpSettings,
+    threads: WorkerThreads,
+    legacy: LegacyFactory | None = None,
+) -> list[BaseRoute]:
+    """`POST /mcp`, the Streamable HTTP endpoint (and `DELETE /mcp` with legacy sessions)."""
+    if legacy is None:
+        return [Route(MCP_PATH, McpEndpoint(server, http, threads).post, methods=["POST"])]
+    endpoint = McpEndpoint(server, http, threads, legacy(threads))
+    return [Route(MCP_PATH, endpoint.dispatch, methods=["POST", "DELETE"])]
 
 
 def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:

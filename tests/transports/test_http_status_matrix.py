@@ -75,8 +75,8 @@ def _no_session(response: httpx.Response) -> None:
     assert "mcp-session-id" not in response.headers
 
 
-def _allow_post(response: httpx.Response) -> None:
-    assert response.headers["allow"] == "POST"
+def _allow_post_and_delete(response: httpx.Response) -> None:
+    assert sorted(response.headers["allow"].split(", ")) == ["DELETE", "POST"]
 
 
 def _data(expected: dict[str, Any]) -> Callable[[httpx.Response], None]:
@@ -214,8 +214,10 @@ CASES = [
         set={"Mcp-Session-Id": "abc"},
         check=_no_session,
     ),
-    case("get-is-not-allowed", DISCOVER, 405, None, method="GET", check=_allow_post),
-    case("delete-is-not-allowed", DISCOVER, 405, None, method="DELETE", check=_allow_post),
+    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session, so
+    # without a session id it is a bad request (it was 405 before legacy HTTP sessions).
+    case("get-is-not-allowed", DISCOVER, 405, None, method="GET", check=_allow_post_and_delete),
+    case("delete-without-a-session-is-refused", DISCOVER, 400, -32600, method="DELETE"),
     case("wrong-content-type", DISCOVER, 415, -32600, set={"Content-Type": "text/plain"}),
     case("accept-without-event-stream", DISCOVER, 406, -32600, set={"Accept": "application/json"}),
     Case(
@@ -269,7 +271,7 @@ TRANSPORT_REFUSALS = {403, 406, 413, 415}
 
 def expected_id(case: Case) -> Any:
     """Refused before the body was read, or unreadable: null. Otherwise the request's id."""
-    if case.status in TRANSPORT_REFUSALS:
+    if case.status in TRANSPORT_REFUSALS or case.method != "POST":
         return None
     try:
         sent = json.loads(case.body)

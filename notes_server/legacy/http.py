@@ -1,0 +1,270 @@
+"""MCP 2025-11-25 (also 2025-06-18, 2025-03-26) Streamable HTTP sessions on `/mcp`.
+
+Routing per message, as on stdio: a request whose `_meta` names a protocol version is modern and
+goes to the stateless pipeline untouched (a session id on it is ignored). Otherwise:
+- `initialize` starts a session: a random `Mcp-Session-Id` (32 bytes, URL-safe) comes back with
+  the result; the database keeps its SHA-256, the principal, the negotiated version and the
+  client's capabilities, so every worker can serve it;
+- later messages must carry that header: without it 400 (a request without `_meta` is told to
+  send `_meta` or `initialize` first), unknown, expired or another principal's session 404;
+  `MCP-Protocol-Version`, when sent, must be the negotiated version (400);
+- requests are translated by `legacy.session.LegacyHandler`; a `tools/call` that needs the
+  user's input continues on an SSE stream (`http_stream`); notifications and the
+  client's responses to our questions are accepted with 202;
+- `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
+  requests only on the stream of the POST they belong to, so no standalone stream is needed.
+
+The credential on every request stays the security boundary; a session only remembers what
+was negotiated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from starlette.requests import Request as HttpRequest
+from starlette.responses import Response
+
+from notes_server.errors import InvalidParams, McpError, to_wire
+from notes_server.legacy.http_stream import (
+    MAX_ANSWER_BYTES,
+    Conversation,
+    Wakeups,
+    request_key,
+)
+from notes_server.legacy.rounds import needs_input
+from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
+from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    encode_result,
+    parse_json,
+)
+from notes_server.protocol.versions import LATEST
+from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
+from notes_server.transports.http_responses import error_response
+from notes_server.transports.http_threads import WorkerThreads
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+SESSION_TTL = timedelta(hours=24)
+SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
+_T = TypeVar("_T")
+log = logging.getLogger("notes_server.legacy")
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyHttpOptions:
+    """What the composition root provides: the repository (built on first use), the clock,
+    and how long to wait for a user's answer (the confirmation state's lifetime)."""
+
+    repository: Callable[[], SqlLegacySessions]
+    clock: Callable[[], datetime]
+    answer_wait_s: float
+
+
+def session_hash(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class SessionStore:
+    """The repository calls the transport makes, with the clock applied."""
+
+    def __init__(self, options: LegacyHttpOptions) -> None:
+        self.options = options
+
+    @property
+    def repo(self) -> SqlLegacySessions:
+        return self.options.repository()
+
+    def open(self, principal: str, session: LegacySession) -> str:
+        session_id = secrets.token_urlsafe(32)
+        now = self.options.clock()
+        info = None if session.client_info is None else json.dumps(session.client_info)
+        record = SessionRecord(
+            principal, session.version, json.dumps(session.capabilities), info, now + SESSION_TTL
+        )
+        self.repo.create(session_hash(session_id), record, now)
+        return session_id
+
+    def find(self, key: str, principal: str) -> LegacySession | None:
+        record = self.repo.find(key, principal, self.options.clock())
+        if record is None:
+            return None
+        info = None if record.client_info_json is None else json.loads(record.client_info_json)
+        return LegacySession(record.version, json.loads(record.capabilities_json), info)
+
+    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
+        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
+        return self.repo.ask(key, question, client_key, expires)
+
+    def cancel(self, key: str, client_key: str, wait_s: float) -> None:
+        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
+        self.repo.cancel(key, client_key, expires)
+
+    def poll(self, key: str, question: str) -> Answer | None:
+        return self.repo.poll(key, question)
+
+    def close(self, key: str, question: str) -> None:
+        self.repo.close(key, question)
+
+
+class LegacyHttp:
+    def __init__(
+        self, server: McpServer, options: LegacyHttpOptions, threads: WorkerThreads, timeout: float
+    ) -> None:
+        self.server = server
+        self.store = SessionStore(options)
+        self.threads = threads
+        self.timeout = timeout
+        self.wait_s = options.answer_wait_s
+        self.wakeups = Wakeups()
+
+    async def run(self, func: Callable[[], _T]) -> _T:
+        return await self.threads.run(func, self.timeout)
+
+    async def post(
+        self, http: HttpRequest, body: bytes, principal: str
+    ) -> Response | Conversation | None:
+        """The answer when this POST is legacy traffic; None hands it to the modern pipeline."""
+        ids = http.headers.getlist(SESSION_HEADER)
+        try:
+            message: Request | Notification | dict[str, Any] = decode(body)
+        except DecodeFailure:
+            raw = _parse(body)
+            if not ids or not is_response(raw):
+                return None
+            message = raw
+        if not isinstance(message, dict) and is_modern(message.params):
+            return None
+        if isinstance(message, Request) and message.method == "initialize":
+            if http.headers.get(VERSION_HEADER) == LATEST:
+                return None  # a modern client that forgot `_meta`: the pipeline says so
+            return await self._initialize(message, principal)
+        if not ids:
+            if isinstance(message, Request) and "_meta" not in message.params:
+                error = to_wire(InvalidParams(NOT_INITIALIZED))
+                return _json(400, encode_error(message.id, error))
+            return None
+        return await self._in_session(http, message, ids, principal)
+
+    async def delete(self, http: HttpRequest, principal: str) -> Response:
+        ids = http.headers.getlist(SESSION_HEADER)
+        if len(ids) != 1:
+            return error_response(400, "Bad Request: DELETE needs one Mcp-Session-Id header")
+        key = session_hash(ids[0].strip())
+        ended = await self.run(lambda: self.store.repo.end(key, principal))
+        if not ended:
+            return error_response(404, SESSION_NOT_FOUND)
+        return Response(status_code=204)
+
+    async def _initialize(self, request: Request, principal: str) -> Response:
+        try:
+            session = start_session(request.params)
+        except McpError as exc:
+            return _json(400, encode_error(request.id, to_wire(exc)))
+        handler = LegacyHandler(self.server, principal, session)
+        result, error = await self.run(lambda: handler.initialize(request.id))
+        if error is not None:
+            return _json(200, encode_error(request.id, error))
+        assert result is not None
+        session_id = await self.run(lambda: self.store.open(principal, session))
+        response = _json(200, encode_result(request.id, result))
+        response.headers["Mcp-Session-Id"] = session_id
+        return response
+
+    async def _in_session(
+        self,
+        http: HttpRequest,
+        message: Request | Notification | dict[str, Any],
+        ids: list[str],
+        principal: str,
+    ) -> Response | Conversation:
+        if len(ids) != 1:
+            return error_response(400, "Bad Request: Mcp-Session-Id header sent more than once")
+        key = session_hash(ids[0].strip())
+        session = await self.run(lambda: self.store.find(key, principal))
+        if session is None:
+            return error_response(404, SESSION_NOT_FOUND)
+        versions = http.headers.getlist(VERSION_HEADER)
+        if versions and versions != [session.version]:
+            return error_response(
+                400,
+                f"Bad Request: MCP-Protocol-Version must be {session.version}, the version "
+                "this session negotiated",
+            )
+        if isinstance(message, dict):
+            await self._deliver(key, message)
+            return Response(status_code=202)
+        if isinstance(message, Notification):
+            await self._notice(key, message)
+            return Response(status_code=202)
+        return await self._request(key, LegacyHandler(self.server, principal, session), message)
+
+    async def _deliver(self, key: str, response: dict[str, Any]) -> None:
+        """A client's answer to one of our questions: into the database, then wake the stream
+        if it is held in this process (another worker finds it by polling)."""
+        question = response.get("id")
+        text = json.dumps(response, separators=(",", ":"))
+        if not isinstance(question, str) or len(text) > MAX_ANSWER_BYTES:
+            log.info("dropped an answer that is too large or has no string id")
+            return
+        now = self.store.options.clock()
+        if await self.run(lambda: self.store.repo.answer(key, question, text, now)):
+            self.wakeups.wake(key, question)
+
+    async def _notice(self, key: str, notice: Notification) -> None:
+        if notice.method != "notifications/cancelled":
+            return
+        cancelled = notice.params.get("requestId")
+        if isinstance(cancelled, (str, int)) and not isinstance(cancelled, bool):
+            client_key = request_key(cancelled)
+            await self.run(lambda: self.store.cancel(key, client_key, self.wait_s))
+
+    async def _request(
+        self, key: str, handler: LegacyHandler, request: Request
+    ) -> Response | Conversation:
+        refused = handler.refusal(request.method)
+        if refused is None:
+            result, error = await self.run(lambda: handler.dispatch(request))
+            if request.method == "tools/call" and needs_input(result):
+                assert result is not None
+                return Conversation(
+                    handler,
+                    request,
+                    result,
+                    store=self.store,
+                    session=key,
+                    run=self.run,
+                    wakeups=self.wakeups,
+                    wait_limit=self.wait_s,
+                )
+            refused = handler.finish(request.method, result, error)
+        result, error = refused
+        if error is not None:
+            return _json(200, encode_error(request.id, error))
+        assert result is not None
+        return _json(200, encode_result(request.id, result))
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return parse_json(body)
+    except DecodeFailure:
+        return None
+
+
+def _json(status: int, body: bytes) -> Response:
+    return Response(body, status, media_type="application/json")

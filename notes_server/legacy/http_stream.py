@@ -1,0 +1,232 @@
+"""Server-initiated elicitation on a 2025-11-25 HTTP session: the SSE stream of one `tools/call`.
+
+When the core answers a legacy `tools/call` with `input_required`, the POST is answered with
+`text/event-stream`: each embedded input request goes out as a real `elicitation/create` event,
+the client POSTs its JSON-RPC response separately, possibly to another worker, and the final
+result ends the stream. The question is recorded in the database before it is sent; whichever
+worker receives the answer writes it there (`Questions.answer`), and the worker holding the
+stream polls with backoff, woken at once when the answer lands in its own process.
+
+The wait is bounded by the confirmation's lifetime (then the question counts as cancelled, so
+nothing changes), the rounds by `rounds.MAX_ROUNDS`, and what is kept per question to one row.
+`notifications/cancelled` for the call, the end of the session or a client disconnect end the
+stream without a result and before the retry, so nothing is mutated. A disconnect after the user
+answered cannot stop a retry already running in a worker thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import anyio
+from starlette.types import Receive, Scope, Send
+
+from notes_server.legacy.rounds import (
+    MAX_ROUNDS,
+    Outcome,
+    after_rounds,
+    needs_input,
+    questions,
+    retry_params,
+    too_many_rounds,
+)
+from notes_server.legacy.session import LegacyHandler
+from notes_server.legacy.translate import input_response, is_response
+from notes_server.protocol.dispatch import internal_error
+from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
+from notes_server.store.sessions import Answer
+
+log = logging.getLogger("notes_server.legacy")
+
+FIRST_POLL_S = 0.02
+MAX_POLL_S = 1.0
+MAX_ANSWER_BYTES = 64 * 1024
+_T = TypeVar("_T")
+Run = Callable[[Callable[[], _T]], Awaitable[_T]]
+
+
+class Ended(Exception):
+    """The wait is over without an answer: cancelled, or the session ended."""
+
+
+def request_key(request_id: RequestId) -> str:
+    """A fixed-size key for a client's request id (`1` and `"1"` differ)."""
+    return hashlib.sha256(json.dumps(request_id).encode()).hexdigest()
+
+
+def sse_event(payload: bytes) -> bytes:
+    return b"event: message\ndata: " + payload + b"\n\n"
+
+
+class QuestionStore(Protocol):
+    """Where questions wait for answers (`legacy.http.SessionStore` over the database)."""
+
+    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool: ...
+
+    def poll(self, key: str, question: str) -> Answer | None: ...
+
+    def close(self, key: str, question: str) -> None: ...
+
+
+class Wakeups:
+    """Process-local: the holding stream wakes at once when its answer arrives in this worker."""
+
+    def __init__(self) -> None:
+        self._events: dict[tuple[str, str], anyio.Event] = {}
+
+    def register(self, session: str, request_id: str) -> anyio.Event:
+        event = anyio.Event()
+        self._events[(session, request_id)] = event
+        return event
+
+    def forget(self, session: str, request_id: str) -> None:
+        self._events.pop((session, request_id), None)
+
+    def wake(self, session: str, request_id: str) -> None:
+        event = self._events.get((session, request_id))
+        if event is not None:
+            event.set()
+
+
+class Conversation:
+    """The ASGI response for one legacy `tools/call` that needs the user's input."""
+
+    def __init__(
+        self,
+        handler: LegacyHandler,
+        request: Request,
+        required: dict[str, Any],
+        *,
+        store: QuestionStore,
+        session: str,
+        run: Run[Any],
+        wakeups: Wakeups,
+        wait_limit: float,
+    ) -> None:
+        self.handler = handler
+        self.request = request
+        self.required = required
+        self.store = store
+        self.session = session
+        self.run = run
+        self.wakeups = wakeups
+        self.wait_limit = wait_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        async with anyio.create_task_group() as group:
+
+            async def watch_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                log.info("legacy client disconnected; its tools/call was abandoned")
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch_disconnect)
+            try:
+                await self._converse(send)
+            except Ended:
+                log.info("legacy tools/call %r ended without a result", self.request.id)
+            except Exception as exc:  # the stream has started: the error goes on it, as JSON-RPC
+                error = internal_error(exc, "a legacy tools/call")
+                await send(_body(self.request.id, (None, error)))
+            group.cancel_scope.cancel()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _converse(self, send: Send) -> None:
+        request, required = self.request, self.required
+        result: dict[str, Any] | None = required
+        error: dict[str, Any] | None = None
+        rounds = 0
+        while needs_input(result):
+            assert result is not None
+            if rounds == MAX_ROUNDS:
+                result, error = too_many_rounds()
+                break
+            rounds += 1
+            answers = await self._ask_all(result, send)
+            params = retry_params(request.params, result, answers)
+            request = Request(request.id, request.method, params)
+            result, error = await self.run(functools.partial(self.handler.dispatch, request))
+        else:
+            result, error = after_rounds(rounds, result, error)
+        await send(_body(self.request.id, self.handler.finish("tools/call", result, error)))
+
+    async def _ask_all(self, required: dict[str, Any], send: Send) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        new_id = lambda: f"s-{secrets.token_hex(8)}"  # noqa: E731
+        for key, method, message in questions(self.handler.session.version, required, new_id):
+            response = await self._ask(message, send)
+            answer = input_response(method, response)
+            if answer is not None:
+                answers[key] = answer
+        return answers
+
+    async def _ask(self, message: dict[str, Any], send: Send) -> dict[str, Any] | None:
+        """Send one question and wait for its answer (None: the wait ran out)."""
+        question_id = str(message["id"])
+        deadline = anyio.current_time() + self.wait_limit
+        client_key = request_key(self.request.id)
+        asked = await self.run(
+            lambda: self.store.ask(self.session, question_id, client_key, self.wait_limit)
+        )
+        if not asked:
+            raise Ended  # cancelled before the question could be sent
+        woken = self.wakeups.register(self.session, question_id)
+        try:
+            payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+            await send(
+                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+            )
+            return await self._wait(question_id, deadline, woken)
+        finally:
+            self.wakeups.forget(self.session, question_id)
+            with anyio.CancelScope(shield=True):
+                await self.run(lambda: self.store.close(self.session, question_id))
+
+    async def _wait(
+        self, question_id: str, deadline: float, woken: anyio.Event
+    ) -> dict[str, Any] | None:
+        delay = FIRST_POLL_S
+        while True:
+            answer = await self.run(lambda: self.store.poll(self.session, question_id))
+            if answer is None or answer.cancelled:
+                raise Ended
+            if answer.response_json is not None:
+                return _response(answer.response_json)
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                log.info("legacy question %s was not answered in time", question_id)
+                return None
+            with anyio.move_on_after(min(delay, remaining)):
+                await woken.wait()
+            delay = min(delay * 2, MAX_POLL_S)
+
+
+def _response(text: str) -> dict[str, Any] | None:
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    return message if is_response(message) else None
+
+
+def _body(request_id: RequestId, outcome: Outcome) -> dict[str, Any]:
+    result, error = outcome
+    if error is not None:
+        payload = encode_error(request_id, error)
+    else:
+        assert result is not None
+        payload = encode_result(request_id, result)
+    return {"type": "http.response.body", "body": sse_event(payload), "more_body": True}

@@ -1,0 +1,88 @@
+"""The legacy HTTP session repository: principal scoping, one answer per question, expiry and
+pruning, and cancellation markers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine, text
+
+from notes_server.store.sessions import SessionRecord, SqlLegacySessions
+
+NOW = datetime(2026, 11, 30, 12, 0, 0)
+TTL = timedelta(hours=24)
+
+
+def record(principal: str = "alice", expires: datetime = NOW + TTL) -> SessionRecord:
+    return SessionRecord(principal, "2025-11-25", "{}", None, expires)
+
+
+def count(engine: Engine, table: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def test_a_session_is_found_only_by_its_principal_and_only_before_it_expires(
+    migrated_engine: Engine,
+) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.create("h1", record(), NOW)
+
+    assert repo.find("h1", "alice", NOW) is not None
+    assert repo.find("h1", "bob", NOW) is None
+    assert repo.find("h1", "alice", NOW + TTL) is None
+    assert repo.end("h1", "bob") is False
+    assert repo.end("h1", "alice") is True
+
+
+def test_expired_sessions_and_questions_are_pruned_when_a_session_starts(
+    migrated_engine: Engine,
+) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.create("old", record(expires=NOW + timedelta(minutes=1)), NOW)
+    assert repo.ask("old", "s-1", "k", NOW + timedelta(minutes=1))
+
+    repo.create("new", record(expires=NOW + TTL * 2), NOW + TTL)
+
+    assert count(migrated_engine, "legacy_sessions") == 1
+    assert count(migrated_engine, "legacy_questions") == 0
+
+
+def test_only_the_first_answer_to_an_open_question_counts(migrated_engine: Engine) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    assert repo.ask("h", "s-1", "k", NOW + timedelta(minutes=5))
+
+    first = repo.answer("h", "s-1", '{"first":1}', NOW)
+    second = repo.answer("h", "s-1", '{"second":2}', NOW)
+    unknown = repo.answer("h", "s-2", "{}", NOW)
+    other_session = repo.answer("h2", "s-1", "{}", NOW)
+
+    assert (first, second, unknown, other_session) == (True, False, False, False)
+    answer = repo.poll("h", "s-1")
+    assert answer is not None and answer.response_json == '{"first":1}'
+
+
+def test_an_answer_after_the_question_expired_is_refused(migrated_engine: Engine) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    assert repo.ask("h", "s-1", "k", NOW)
+
+    assert repo.answer("h", "s-1", "{}", NOW + timedelta(seconds=1)) is False
+
+
+def test_a_cancel_before_any_question_prevents_asking_one(migrated_engine: Engine) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.cancel("h", "k", NOW + timedelta(minutes=5))
+    repo.cancel("h", "k", NOW + timedelta(minutes=5))
+
+    assert repo.ask("h", "s-1", "k", NOW + timedelta(minutes=5)) is False
+    assert repo.ask("h", "s-2", "other", NOW + timedelta(minutes=5)) is True
+
+
+def test_a_cancel_marks_the_open_questions_of_that_call(migrated_engine: Engine) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    assert repo.ask("h", "s-1", "k", NOW + timedelta(minutes=5))
+
+    repo.cancel("h", "k", NOW + timedelta(minutes=5))
+
+    answer = repo.poll("h", "s-1")
+    assert answer is not None and answer.cancelled

@@ -1,0 +1,340 @@
+"""2025-era Streamable HTTP sessions, in-process through two ASGI apps on one database (two
+"workers"): the handshake, the session header rules, principal binding, DELETE, and the
+legacy requests translated through the adapter."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from http_support import LOOPBACK_URL
+from sqlalchemy import Engine, text
+from starlette.testclient import TestClient
+
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings, Settings
+from notes_server.security.tokens import create_token
+from notes_server.store.tokens import SqlTokenRecords
+from notes_server.tools.services import Services, utc_now
+
+NOTES = "file:///home/alice/notes"
+BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+NOT_INITIALIZED = (
+    "Invalid params: put params._meta with io.modelcontextprotocol/protocolVersion on every "
+    "request (MCP 2026-07-28), or send initialize first (MCP 2025-11-25)"
+)
+SESSION_ID = re.compile(r"[\x21-\x7e]{40,}")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = utc_now()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclasses.dataclass
+class Host:
+    """A 2025-era client over HTTP: one token, at most one session."""
+
+    client: TestClient
+    token: str
+    session: str | None = None
+    version: str | None = None
+    ids: int = 0
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        headers = {**BASE, "Authorization": f"Bearer {self.token}"}
+        if self.session is not None:
+            headers["Mcp-Session-Id"] = self.session
+        if self.version is not None:
+            headers["MCP-Protocol-Version"] = self.version
+        return {**headers, **extra}
+
+    def post(self, message: dict[str, Any], **extra: str) -> httpx.Response:
+        return self.client.post("/mcp", content=json.dumps(message), headers=self.headers(**extra))
+
+    def send(self, method: str, params: dict[str, Any] | None = None, **extra: str) -> Any:
+        self.ids += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ids, "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.post(message, **extra)
+
+    def initialize(self, version: str = "2025-11-25", caps: Any = None) -> httpx.Response:
+        params = {
+            "protocolVersion": version,
+            "capabilities": {"elicitation": {}} if caps is None else caps,
+            "clientInfo": {"name": "legacy-http-test", "version": "1"},
+        }
+        response = self.send("initialize", params)
+        self.session = response.headers.get("mcp-session-id")
+        self.version = response.json()["result"]["protocolVersion"]
+        return response
+
+    def result(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        response = self.send(method, params)
+        assert response.status_code == 200, response.text
+        return response.json()["result"]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def workers(
+    settings: Settings, migrated_engine: Engine, clock: Clock, grant: Any
+) -> Iterator[tuple[TestClient, TestClient]]:
+    """Two apps (as two worker processes would build them) on one database."""
+    grant("alice", NOTES)
+    # A short confirmation lifetime bounds how long a stream may wait for an answer here.
+    settings = dataclasses.replace(settings, tools_modules=("http_support",), state_ttl=5.0)
+    clients = []
+    for _ in range(2):
+        services = Services(settings, engine=migrated_engine, clock=clock)
+        app = create_http_app(settings, HttpSettings(), services)
+        clients.append(TestClient(app, base_url=LOOPBACK_URL))
+    with clients[0] as first, clients[1] as second:
+        yield first, second
+
+
+@pytest.fixture
+def tokens(migrated_engine: Engine) -> dict[str, str]:
+    records = SqlTokenRecords(migrated_engine)
+    return {name: create_token(records, name)[1] for name in ("alice", "bob")}
+
+
+@pytest.fixture
+def alice(workers: tuple[TestClient, TestClient], tokens: dict[str, str]) -> Host:
+    return Host(workers[0], tokens["alice"])
+
+
+def assert_error(response: httpx.Response, status: int, code: int, message: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["error"] == {"code": code, "message": message}
+
+
+def test_initialize_without_meta_starts_a_session_with_a_random_id(
+    alice: Host, migrated_engine: Engine
+) -> None:
+    first = alice.initialize()
+    second_id = Host(alice.client, alice.token).initialize().headers["mcp-session-id"]
+
+    assert first.status_code == 200
+    result = first.json()["result"]
+    assert result["protocolVersion"] == "2025-11-25"
+    assert result["serverInfo"]["name"] == "notes-server"
+    assert "resultType" not in result
+    assert alice.session is not None and SESSION_ID.fullmatch(alice.session)
+    assert second_id != alice.session
+    with migrated_engine.connect() as conn:
+        stored = conn.execute(text("SELECT session_hash, principal FROM legacy_sessions")).all()
+    assert (hashlib.sha256(alice.session.encode()).hexdigest(), "alice") in stored
+    assert all(alice.session not in row[0] for row in stored)
+
+
+@pytest.mark.parametrize(
+    ("requested", "negotiated"),
+    [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26")],
+)
+def test_every_2025_handshake_is_accepted(alice: Host, requested: str, negotiated: str) -> None:
+    response = alice.initialize(requested)
+
+    assert response.json()["result"]["protocolVersion"] == negotiated
+    assert "tools" in alice.result("tools/list")
+
+
+def test_a_session_opened_on_one_worker_is_served_by_another(
+    workers: tuple[TestClient, TestClient], alice: Host
+) -> None:
+    alice.initialize()
+    alice.client = workers[1]
+
+    tools = alice.result("tools/list")["tools"]
+
+    assert "notes_delete" in [tool["name"] for tool in tools]
+    assert all("resultType" not in tool for tool in tools)
+
+
+def test_a_request_without_meta_or_session_is_told_what_to_do(alice: Host) -> None:
+    response = alice.send("tools/list")
+
+    assert_error(response, 400, -32602, NOT_INITIALIZED)
+    assert response.json()["id"] == 1
+
+
+def test_an_unknown_session_is_404(alice: Host) -> None:
+    alice.session, alice.version = "not-a-session", "2025-11-25"
+
+    response = alice.send("tools/list")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == -32600
+    assert "initialize" in response.json()["error"]["message"]
+
+
+def test_another_principals_token_with_a_valid_session_id_gets_404(
+    alice: Host, tokens: dict[str, str]
+) -> None:
+    alice.initialize()
+    bob = Host(alice.client, tokens["bob"], alice.session, alice.version)
+
+    assert bob.send("tools/list").status_code == 404
+    assert bob.client.delete("/mcp", headers=bob.headers()).status_code == 404
+    assert alice.send("tools/list").status_code == 200
+
+
+def test_an_expired_session_is_404(alice: Host, clock: Clock) -> None:
+    alice.initialize()
+    clock.now += timedelta(hours=25)
+
+    assert alice.send("tools/list").status_code == 404
+
+
+def test_a_session_in_use_stays_alive_past_its_first_expiry(alice: Host, clock: Clock) -> None:
+    alice.initialize()
+    clock.now += timedelta(hours=23)
+    assert alice.send("tools/list").status_code == 200
+    clock.now += timedelta(hours=23)
+
+    assert alice.send("tools/list").status_code == 200
+
+
+def test_a_repeated_session_header_is_400(alice: Host) -> None:
+    alice.initialize()
+    message = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+    headers = [*alice.headers().items(), ("Mcp-Session-Id", "other")]
+
+    response = alice.client.post("/mcp", content=json.dumps(message), headers=headers)
+
+    assert response.status_code == 400
+    assert "more than once" in response.json()["error"]["message"]
+
+
+def test_delete_ends_the_session(alice: Host) -> None:
+    alice.initialize()
+
+    ended = alice.client.delete("/mcp", headers=alice.headers())
+    after = alice.send("tools/list")
+    again = alice.client.delete("/mcp", headers=alice.headers())
+
+    assert ended.status_code == 204
+    assert after.status_code == 404
+    assert again.status_code == 404
+
+
+def test_a_protocol_version_header_other_than_the_negotiated_one_is_400(alice: Host) -> None:
+    alice.initialize("2025-06-18")
+
+    response = alice.send("tools/list", **{"MCP-Protocol-Version": "2025-11-25"})
+
+    assert response.status_code == 400
+    assert "2025-06-18" in response.json()["error"]["message"]
+
+
+def test_a_2025_03_26_client_may_omit_the_protocol_version_header(alice: Host) -> None:
+    alice.initialize("2025-03-26")
+    alice.version = None
+
+    assert "tools" in alice.result("tools/list")
+
+
+def test_notifications_in_a_session_are_accepted(alice: Host) -> None:
+    alice.initialize()
+
+    response = alice.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    assert response.status_code == 202 and response.content == b""
+
+
+def test_tools_and_resources_work_in_a_legacy_session(alice: Host) -> None:
+    alice.initialize()
+    args = {"workspaceUri": NOTES, "title": "Plan"}
+
+    created = alice.result("tools/call", {"name": "notes_create", "arguments": args})
+    found = alice.result(
+        "tools/call", {"name": "notes_search", "arguments": {"workspaceUri": NOTES}}
+    )
+    listed = alice.result("resources/list")
+    missing = alice.send("resources/read", {"uri": f"{NOTES}/nope.md"})
+    pinged = alice.result("ping")
+
+    assert created["isError"] is False and "resultType" not in created
+    assert [note["title"] for note in found["structuredContent"]["notes"]] == ["Plan"]
+    assert "resources" in listed
+    assert missing.json()["error"]["code"] == -32002
+    assert pinged == {}
+
+
+def test_a_destructive_tool_without_elicitation_gets_a_tool_error_not_a_stream(alice: Host) -> None:
+    alice.initialize(caps={})
+    alice.result(
+        "tools/call",
+        {"name": "notes_create", "arguments": {"workspaceUri": NOTES, "title": "Keep"}},
+    )
+
+    response = alice.send(
+        "tools/call",
+        {"name": "notes_delete", "arguments": {"workspaceUri": NOTES, "title": "Keep"}},
+    )
+
+    assert response.headers["content-type"] == "application/json"
+    result = response.json()["result"]
+    assert result["isError"] is True
+    assert "elicitation" in result["content"][0]["text"]
+
+
+def test_a_modern_request_ignores_a_session_header(alice: Host) -> None:
+    alice.initialize()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    response = alice.send(
+        "server/discover",
+        {"_meta": meta},
+        **{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+    )
+
+    assert response.status_code == 200
+    assert response.json()["result"]["resultType"] == "complete"
+    assert "mcp-session-id" not in response.headers
+
+
+def test_get_stays_405(alice: Host) -> None:
+    alice.initialize()
+
+    response = alice.client.get("/mcp", headers=alice.headers())
+
+    assert response.status_code == 405
+
+
+def test_a_cancel_that_overtakes_the_first_round_means_no_question_and_no_change(
+    alice: Host,
+) -> None:
+    alice.initialize()
+    args = {"workspaceUri": NOTES, "title": "Keep"}
+    alice.result("tools/call", {"name": "notes_create", "arguments": args})
+    cancel = {"requestId": alice.ids + 1, "reason": "changed my mind"}
+    notice = alice.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+
+    response = alice.send("tools/call", {"name": "notes_delete", "arguments": args})
+    found = alice.result(
+        "tools/call", {"name": "notes_search", "arguments": {"workspaceUri": NOTES}}
+    )
+
+    assert notice.status_code == 202
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.content == b""
+    assert [note["title"] for note in found["structuredContent"]["notes"]] == ["Keep"]
