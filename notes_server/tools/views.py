@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,11 +41,11 @@ NOTE_OUTPUT: dict[str, Any] = {
 
 
 def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 UTC with a Z suffix (stored datetimes are naive UTC)."""
+    """ISO-8601 UTC with a Z suffix (the store returns aware UTC; naive counts as UTC)."""
     if moment is None:
         return None
     if moment.tzinfo is not None:
-        moment = moment.replace(tzinfo=None)
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.isoformat(timespec="seconds") + "Z"
 
 
