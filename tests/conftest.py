@@ -36,11 +36,19 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def migrated_engine(settings: Settings) -> Iterator[Engine]:
+def store_impl() -> str | None:
+    """Which repository implementations engines use: None follows NOTES_SERVER_STORE_IMPL
+    (default "auto": the SQLite fast path on SQLite). tests/store and tests/tools override this
+    to run every test with both "auto" and "core"."""
+    return None
+
+
+@pytest.fixture
+def migrated_engine(settings: Settings, store_impl: str | None) -> Iterator[Engine]:
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
-    engine = make_engine(settings.db_url)
+    engine = make_engine(settings.db_url, store_impl=store_impl)
     try:
         migrate.upgrade(engine)
         yield engine

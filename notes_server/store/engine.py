@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,9 @@ _WRITE = "notes_server_write"
 STORE_IMPL_ENV = "NOTES_SERVER_STORE_IMPL"
 STORE_IMPLS = ("auto", "core")
 # Dialects (one per engine) of engines made Core-only: their repositories never use the driver.
-_CORE_ONLY: weakref.WeakSet[Dialect] = weakref.WeakSet()
+# A plain set (checked on every repository call; a WeakSet lookup costs 4x): it holds only the
+# dialects of Core-only engines, which tests make.
+_CORE_ONLY: set[Dialect] = set()
 
 
 def make_engine(url: str, *, store_impl: str | None = None) -> Engine:

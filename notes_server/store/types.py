@@ -1,10 +1,11 @@
 """UTC timestamps as a column type: aware datetimes in, aware UTC datetimes out, every backend.
 
 The columns are declared `DateTime(timezone=True)`. SQLite has no time zones: it keeps the text
-SQLAlchemy writes for a naive value ("2026-03-01 12:30:15.123456"), so this type stores the UTC
-wall time there, exactly as before (no migration; old databases read back the same), and marks
-values read back as UTC. PostgreSQL gets an aware value for its timestamptz. A naive datetime is
-refused on the way in: it would mean "some zone", and PostgreSQL would read it as server-local.
+SQLAlchemy writes from the wall-time fields ("2026-03-01 12:30:15.123456"), so this type sends the
+UTC value and SQLite keeps exactly the text it kept before (no migration; old databases read back
+the same), and values read back are marked UTC. PostgreSQL gets an aware value for timestamptz.
+A naive datetime is refused on the way in: it would mean "some zone", and PostgreSQL would read
+it in the server's zone.
 """
 
 from __future__ import annotations
@@ -26,18 +27,18 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        return to_stored(value, naive=dialect.name == "sqlite")
+        return to_stored(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         return from_stored(value)
 
 
-def to_stored(value: datetime, *, naive: bool) -> datetime:
-    """The UTC value to send to the database; naive UTC wall time for SQLite."""
+def to_stored(value: datetime) -> datetime:
+    """The aware UTC value to send to the database. SQLAlchemy's SQLite DATETIME writes only
+    the wall-time fields, so SQLite gets the same text a naive UTC value gave."""
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"timestamps must be timezone-aware datetimes, got {value!r}")
-    value = value.astimezone(UTC)
-    return value.replace(tzinfo=None) if naive else value
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
 def from_stored(value: Any) -> datetime | None:
@@ -46,7 +47,12 @@ def from_stored(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        value = datetime.fromisoformat(value)
+        try:  # SQLite text has no offset; parsing it with one is the fast way to an aware value
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            value = datetime.fromisoformat(value)
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+    if value.tzinfo is UTC:
+        return value  # type: ignore[no-any-return]
     return value.astimezone(UTC)  # type: ignore[no-any-return]

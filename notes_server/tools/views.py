@@ -44,9 +44,10 @@ def iso(moment: datetime | None) -> str | None:
     """ISO-8601 UTC with a Z suffix (the store returns aware UTC; naive counts as UTC)."""
     if moment is None:
         return None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat(timespec="seconds") + "Z"
+    if moment.tzinfo is not None and moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    # The first 19 characters are the date and time (the offset, if any, is +00:00 by now).
+    return moment.isoformat(timespec="seconds")[:19] + "Z"
 
 
 def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:

@@ -94,7 +94,7 @@ KINDS = (DELETE, ARCHIVE)
 
 
 class ManualClock:
-    """Naive UTC time that moves only when a test says so."""
+    """Aware UTC time that moves only when a test says so."""
 
     def __init__(self, now: datetime = START) -> None:
         self.now = now

@@ -84,6 +84,13 @@ class Client:
 
 
 @pytest.fixture
+def store_impl() -> str | None:
+    """Once, not per implementation: the servers here are separate processes on the default
+    one (the in-process flow tests run both)."""
+    return None
+
+
+@pytest.fixture
 def serve(flow: Flow, spawn_server: Spawn) -> Callable[[str], Client]:
     """serve(principal): a stdio server on the flow's database file, sharing its state keys."""
 
