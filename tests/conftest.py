@@ -4,6 +4,7 @@ grants, a `call` helper that speaks 2026-07-28, and real `serve` subprocesses.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,19 +33,19 @@ def settings(tmp_path: Path) -> Settings:
         db_url=default_db_url(tmp_path),
         principal="alice",
         state_keys=KeyRing.generate_spec(),
+        store_impl=os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto",
     )
 
 
 @pytest.fixture
-def store_impl() -> str | None:
-    """Which repository implementations engines use: None follows NOTES_SERVER_STORE_IMPL
-    (default "auto": the SQLite fast path on SQLite). tests/store and tests/tools override this
-    to run every test with both "auto" and "core"."""
-    return None
+def store_impl() -> str:
+    """Which repository implementations the fixtures' engines use: NOTES_SERVER_STORE_IMPL, else
+    "auto" (the SQLite fast path). tests/store and tests/tools run both "auto" and "core"."""
+    return os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto"
 
 
 @pytest.fixture
-def migrated_engine(settings: Settings, store_impl: str | None) -> Iterator[Engine]:
+def migrated_engine(settings: Settings, store_impl: str) -> Iterator[Engine]:
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 

@@ -7,13 +7,12 @@ upgrading a deferred read lock later, which fails with "database is locked" unde
 Each repository (notes, grants, nonces, audit, search) has a portable implementation that runs
 everything through SQLAlchemy Core and a SQLite one that runs its hot statements straight on the
 pysqlite connection. `uses_driver` is where one is picked, per engine: the SQLite one on pysqlite
-unless the engine was made Core-only (`store_impl="core"` or NOTES_SERVER_STORE_IMPL=core, which
+unless the engine was made Core-only (`store_impl="core"`, from NOTES_SERVER_STORE_IMPL=core, which
 the test suite uses to run the portable code on SQLite).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,27 +23,25 @@ from sqlalchemy import Connection, Engine, Executable, create_engine, event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "notes_server_write"
-STORE_IMPL_ENV = "NOTES_SERVER_STORE_IMPL"
-STORE_IMPLS = ("auto", "core")
 # Dialects (one per engine) of engines made Core-only: their repositories never use the driver.
 # A plain set (checked on every repository call; a WeakSet lookup costs 4x): it holds only the
 # dialects of Core-only engines, which tests make.
 _CORE_ONLY: set[Dialect] = set()
 
 
-def make_engine(url: str, *, store_impl: str | None = None) -> Engine:
+def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
     """Create an engine; for SQLite, install the pragma and BEGIN hooks.
 
-    `store_impl` ("auto" or "core", default from NOTES_SERVER_STORE_IMPL): "core" makes every
-    repository use its portable Core implementation, even on SQLite.
+    `store_impl` (`Settings.store_impl`): "core" makes every repository use its portable Core
+    implementation, even on SQLite; "auto" picks the SQLite one there.
     """
-    impl = store_impl or os.environ.get(STORE_IMPL_ENV) or "auto"
-    if impl not in STORE_IMPLS:
-        raise ValueError(f"{STORE_IMPL_ENV} must be one of {', '.join(STORE_IMPLS)}, not {impl!r}")
+    if store_impl not in STORE_IMPLS:
+        raise ValueError(f"store_impl must be one of {', '.join(STORE_IMPLS)}, not {store_impl!r}")
     database = parse_database_url(url)
     if database.sqlite_path is None:
         return create_engine(database.url, pool_pre_ping=True)
@@ -52,7 +49,7 @@ def make_engine(url: str, *, store_impl: str | None = None) -> Engine:
     engine = create_engine(database.url)
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
-    if impl == "core":
+    if store_impl == "core":
         _CORE_ONLY.add(engine.dialect)
     return engine
 

@@ -46,7 +46,9 @@ class Services:
                 if self._engine is None:
                     from notes_server.store.engine import make_engine
 
-                    self._engine = make_engine(self.settings.db_url)
+                    self._engine = make_engine(
+                        self.settings.db_url, store_impl=self.settings.store_impl
+                    )
         return self._engine
 
     @property

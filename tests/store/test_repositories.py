@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine
 
+from notes_server.config import SettingsError, build_settings
 from notes_server.store import audit, grants, migrate, nonces, notes, search
-from notes_server.store.engine import STORE_IMPL_ENV, make_engine, read_tx, write_tx
+from notes_server.store.engine import make_engine, read_tx, write_tx
+from notes_server.tools.services import Services
 
 WS = "file:///home/alice/notes"
 OTHER = "file:///home/bob/notes"
@@ -97,48 +99,53 @@ def test_both_implementations_return_identical_values(seeded: Engine) -> None:
     assert archived and all(n.archived_at == NOW for n in archived)
 
 
+def _picked(engine: Engine) -> str:
+    """Which implementation every repository uses on this engine ("sqlite" or "core")."""
+    with engine.connect() as conn:
+        picked = {
+            notes.store(conn) is notes.SQLITE,
+            grants.store(conn) is grants.SQLITE,
+            nonces.store(conn) is nonces.SQLITE,
+            audit.store(conn) is audit.SQLITE,
+            search.store(conn) is search.SQLITE,
+        }
+        assert len(picked) == 1
+        if not picked.pop():
+            assert search.store(conn) is search.SQLITE_CORE  # still FTS5 on SQLite
+            return "core"
+    return "sqlite"
+
+
 def test_the_engine_picks_the_sqlite_implementation_unless_core_is_forced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.delenv(STORE_IMPL_ENV, raising=False)
-    url = f"sqlite:///{tmp_path}/pick.db"
     chosen = {}
-    for label, kwargs, env in (
-        ("default", {}, None),
-        ("forced", {"store_impl": "core"}, None),
-        ("env", {}, "core"),
-        ("explicit auto beats env", {"store_impl": "auto"}, "core"),
-    ):
-        if env is None:
-            monkeypatch.delenv(STORE_IMPL_ENV, raising=False)
-        else:
-            monkeypatch.setenv(STORE_IMPL_ENV, env)
-        engine = make_engine(url, **kwargs)
+    for impl in ("auto", "core"):
+        engine = make_engine(f"sqlite:///{tmp_path}/pick.db", store_impl=impl)
         try:
-            with engine.connect() as conn:
-                picked = {
-                    notes.store(conn) is notes.SQLITE,
-                    grants.store(conn) is grants.SQLITE,
-                    nonces.store(conn) is nonces.SQLITE,
-                    audit.store(conn) is audit.SQLITE,
-                    search.store(conn) is search.SQLITE,
-                }
-                assert len(picked) == 1, label
-                chosen[label] = "sqlite" if picked.pop() else "core"
-                if chosen[label] == "core":
-                    assert search.store(conn) is search.SQLITE_CORE  # still FTS5 on SQLite
+            chosen[impl] = _picked(engine)
         finally:
             engine.dispose()
-    assert chosen == {
-        "default": "sqlite",
-        "forced": "core",
-        "env": "core",
-        "explicit auto beats env": "sqlite",
-    }
+    assert chosen == {"auto": "sqlite", "core": "core"}
+
+
+def test_the_server_engine_follows_the_store_impl_setting(tmp_path: Path) -> None:
+    for value, expected in (("", "sqlite"), ("core", "core"), ("auto", "sqlite")):
+        env = {"NOTES_SERVER_STORE_IMPL": value, "XDG_DATA_HOME": str(tmp_path)}
+        settings = build_settings(db=f"sqlite:///{tmp_path}/s.db", env=env)
+        services = Services(settings)
+        try:
+            assert _picked(services.engine) == expected, value
+        finally:
+            services.engine.dispose()
 
 
 def test_an_unknown_store_implementation_is_refused_with_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"NOTES_SERVER_STORE_IMPL must be one of auto, core"):
+    with pytest.raises(
+        SettingsError, match=r"^NOTES_SERVER_STORE_IMPL: expected one of auto, core$"
+    ):
+        build_settings(db=f"sqlite:///{tmp_path}/x.db", env={"NOTES_SERVER_STORE_IMPL": "fast"})
+    with pytest.raises(ValueError, match=r"store_impl must be one of auto, core, not 'fast'"):
         make_engine(f"sqlite:///{tmp_path}/x.db", store_impl="fast")
 
 

@@ -47,6 +47,7 @@ def flow(tmp_path: Path, confirm_template_db: Path, store_impl: str | None) -> I
         principal="alice",
         state_keys=KeyRing.generate_spec(),
         state_ttl=STATE_TTL,
+        store_impl=store_impl,
     )
     engine = make_engine(settings.db_url, store_impl=store_impl)
     try:

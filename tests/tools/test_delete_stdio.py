@@ -6,6 +6,7 @@ branch, so only the main round trip runs for both here, to keep process start-up
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -84,10 +85,10 @@ class Client:
 
 
 @pytest.fixture
-def store_impl() -> str | None:
+def store_impl() -> str:
     """Once, not per implementation: the servers here are separate processes on the default
     one (the in-process flow tests run both)."""
-    return None
+    return os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto"
 
 
 @pytest.fixture
