@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, event
 
 from notes_server.config import SettingsError, build_settings
 from notes_server.store import audit, grants, migrate, nonces, notes, search
@@ -166,3 +166,22 @@ def test_the_portable_search_finds_every_word_newest_first_in_scope(seeded: Engi
     assert none == []
     assert [h.note.path for h in recent] == ["n4.md", "n2.md", "n1.md"]
     assert live[0].snippet == "quarterly report number 4 with figures" and live[0].rank == 0.0
+
+
+def test_only_the_sqlite_implementation_bypasses_core_for_the_hot_statements(
+    seeded: Engine,
+) -> None:
+    executed: list[str] = []
+    event.listen(seeded, "before_cursor_execute", lambda *a: executed.append(a[2]))
+    counts = {}
+    with read_tx(seeded) as conn:
+        note = notes.CORE.get_by_path(conn, WS, "n1.md")
+        assert note is not None
+        for impl in ("SQLITE", "CORE"):
+            executed.clear()
+            assert getattr(notes, impl).get(conn, WS, note.id) == note
+            getattr(notes, impl).find_candidates(conn, WS, "report", limit=3)
+            assert getattr(grants, impl).role_for(conn, "alice", WS) == "write"
+            assert getattr(nonces, impl).get(conn, "n1") is not None
+            counts[impl] = len(executed)
+    assert counts == {"SQLITE": 0, "CORE": 4}
