@@ -33,7 +33,7 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
-    engine = make_engine(settings.db_url)
+    engine = make_engine(settings.db_url, store_impl=settings.store_impl)
     try:
         current = migrate.current_revision(engine)
         if current == HEAD:
@@ -62,7 +62,7 @@ def open_database(db: str | None, *, announce: bool = False) -> Iterator[Engine]
     settings = build_settings(db=db)
     ensure_schema(settings, announce=announce)
     with database_faults(settings.db_display):
-        engine = make_engine(settings.db_url)
+        engine = make_engine(settings.db_url, store_impl=settings.store_impl)
         try:
             yield engine
         finally:

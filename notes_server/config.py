@@ -22,6 +22,9 @@ ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
 ENV_STATE_AUDIENCE = "NOTES_SERVER_STATE_AUDIENCE"
 ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
 ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
+# "core" makes every repository use its portable Core implementation, even on SQLite (tests).
+ENV_STORE_IMPL = "NOTES_SERVER_STORE_IMPL"
+STORE_IMPLS = ("auto", "core")
 # Set by `serve --transport http` for its worker processes; not meant to be set by hand.
 ENV_WORKER_CONFIG = "NOTES_SERVER_WORKER_CONFIG"
 DEFAULT_STATE_TTL = 300.0
@@ -62,6 +65,8 @@ class Settings:
     sandbox: str = "auto"
     # Crash-safety tests only: block forever at this named point of a confirmed mutation.
     pause_at: str | None = None
+    # Which repository implementations the engine uses (see store.engine.uses_driver).
+    store_impl: str = "auto"
 
     @property
     def database(self) -> DatabaseUrl:
@@ -148,6 +153,9 @@ def build_settings(
     log_level = env.get(ENV_LOG_LEVEL, "INFO").strip().upper()
     if log_level not in _LOG_LEVELS:
         raise SettingsError(f"{ENV_LOG_LEVEL}: expected one of {', '.join(_LOG_LEVELS)}")
+    store_impl = env.get(ENV_STORE_IMPL) or "auto"
+    if store_impl not in STORE_IMPLS:
+        raise SettingsError(f"{ENV_STORE_IMPL}: expected one of {', '.join(STORE_IMPLS)}")
     return Settings(
         db_url=_checked_db(url, source),
         db_is_default=is_default,
@@ -159,6 +167,7 @@ def build_settings(
         tools_modules=tools_modules,
         pause_at=env.get(ENV_PAUSE_AT) or None,
         sandbox=sandbox,
+        store_impl=store_impl,
     )
 
 

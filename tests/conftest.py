@@ -4,6 +4,7 @@ grants, a `call` helper that speaks 2026-07-28, and real `serve` subprocesses.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,15 +33,23 @@ def settings(tmp_path: Path) -> Settings:
         db_url=default_db_url(tmp_path),
         principal="alice",
         state_keys=KeyRing.generate_spec(),
+        store_impl=os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto",
     )
 
 
 @pytest.fixture
-def migrated_engine(settings: Settings) -> Iterator[Engine]:
+def store_impl() -> str:
+    """Which repository implementations the fixtures' engines use: NOTES_SERVER_STORE_IMPL, else
+    "auto" (the SQLite fast path). tests/store and tests/tools run both "auto" and "core"."""
+    return os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto"
+
+
+@pytest.fixture
+def migrated_engine(settings: Settings, store_impl: str) -> Iterator[Engine]:
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
-    engine = make_engine(settings.db_url)
+    engine = make_engine(settings.db_url, store_impl=store_impl)
     try:
         migrate.upgrade(engine)
         yield engine

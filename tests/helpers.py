@@ -50,8 +50,13 @@ def default_db_url(tmp_path: Path) -> str:
 
 
 def subprocess_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The inherited environment without NOTES_SERVER_*, with XDG data kept under tmp_path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NOTES_SERVER_")}
+    """The inherited environment without NOTES_SERVER_* (but NOTES_SERVER_STORE_IMPL, so a Core
+    run covers the servers too), with XDG data kept under tmp_path."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("NOTES_SERVER_") or k == "NOTES_SERVER_STORE_IMPL"
+    }
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
     env.update(extra or {})
     return env

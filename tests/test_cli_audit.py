@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ OTHER = "file:///home/bob/work"
 RUN_TIMEOUT_S = 60  # a safety net against a hung child, not a timing assertion
 
 DELETED = AuditRecord(
-    at=datetime(2026, 8, 1, 9, 0, 0),
+    at=datetime(2026, 8, 1, 9, 0, 0, tzinfo=UTC),
     principal="alice",
     tool="notes_delete",
     outcome="deleted",
@@ -32,7 +32,7 @@ DELETED = AuditRecord(
     nonce="1" * 32,
 )
 DECLINED = AuditRecord(
-    at=datetime(2026, 8, 1, 11, 0, 0),
+    at=datetime(2026, 8, 1, 11, 0, 0, tzinfo=UTC),
     principal="alice",
     tool="notes_delete",
     outcome="declined",
@@ -43,7 +43,7 @@ DECLINED = AuditRecord(
     nonce="2" * 32,
 )
 ARCHIVED = AuditRecord(
-    at=datetime(2026, 8, 1, 10, 0, 0),
+    at=datetime(2026, 8, 1, 10, 0, 0, tzinfo=UTC),
     principal="bob",
     tool="notes_archive",
     outcome="archived",

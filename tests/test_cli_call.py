@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,8 @@ from notes_server.store.notes import NoteRecord
 
 WS = "file:///home/alice/notes"
 TITLE = "TPS report"
-OLDER = datetime(2026, 8, 1, 9, 0, 0)
-NEWER = datetime(2026, 8, 1, 10, 0, 0)
+OLDER = datetime(2026, 8, 1, 9, 0, 0, tzinfo=UTC)
+NEWER = datetime(2026, 8, 1, 10, 0, 0, tzinfo=UTC)
 RUN_TIMEOUT_S = 60  # a safety net against a hung child, not a timing assertion
 
 
@@ -294,8 +294,8 @@ def test_call_asks_in_the_terminal_when_nothing_is_scripted(tmp_path: Path, url:
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == deleted(older)
     assert "accept, decline or cancel" not in run.stderr
-    assert f"  1. TPS report \u2014 b.md (updated {NEWER.isoformat()}Z)" in run.stderr
-    assert f"  2. TPS report \u2014 a.md (updated {OLDER.isoformat()}Z)" in run.stderr
+    assert f"  1. TPS report \u2014 b.md (updated {NEWER:%Y-%m-%dT%H:%M:%S}Z)" in run.stderr
+    assert f"  2. TPS report \u2014 a.md (updated {OLDER:%Y-%m-%dT%H:%M:%S}Z)" in run.stderr
     assert "Yes, permanently delete this note [y/n]" in run.stderr
     assert counts(url) == (1, 1, 1)
     assert note_ids(url) == {newer.id}

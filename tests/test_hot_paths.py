@@ -9,7 +9,7 @@ import subprocess
 import sys
 import unicodedata
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +27,7 @@ from notes_server.store import grants, notes, search
 from notes_server.store.engine import read_tx, write_tx
 
 WS = "file:///home/alice/notes"
-NOW = datetime(2026, 3, 1, 12, 30, 15, 123456)
+NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 PRINTABLE_ASCII = st.text(alphabet=st.sampled_from(string.printable[:95]), min_size=1)
 
 

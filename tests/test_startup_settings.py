@@ -55,6 +55,12 @@ def test_an_in_memory_database_url_is_refused_by_every_command(
     _assert_one_line_exit_2(done, "--db: an in-memory SQLite database cannot serve")
 
 
+def test_an_unknown_store_implementation_is_refused_at_start(tmp_path: Path) -> None:
+    done = _run(tmp_path, "serve", env={"NOTES_SERVER_STORE_IMPL": "fast"})
+
+    _assert_one_line_exit_2(done, "NOTES_SERVER_STORE_IMPL: expected one of auto, core")
+
+
 def test_a_password_in_a_refused_url_is_never_printed(tmp_path: Path) -> None:
     done = _run(tmp_path, "migrate", "--db", "mysql://notes:hunter2@db/notes")
 

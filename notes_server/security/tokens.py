@@ -61,8 +61,8 @@ class TokenRecords(Protocol):
 
 
 def utc_now() -> datetime:
-    """Naive UTC, the form SQLite stores and returns."""
-    return datetime.now(UTC).replace(tzinfo=None)
+    """Aware UTC, the form the store's timestamp columns take and return."""
+    return datetime.now(UTC)
 
 
 def mint() -> str:

@@ -1,8 +1,14 @@
-"""Engine construction: SQLite pragmas and explicit BEGIN / BEGIN IMMEDIATE transactions.
+"""Engine construction, transactions, and the one choice of how statements run.
 
 pysqlite's implicit transaction handling is switched off so that SQLAlchemy's "begin" event can
 emit the BEGIN itself: write transactions take the write lock up front (BEGIN IMMEDIATE) instead of
 upgrading a deferred read lock later, which fails with "database is locked" under contention.
+
+Each repository (notes, grants, nonces, audit, search) has a portable implementation that runs
+everything through SQLAlchemy Core and a SQLite one that runs its hot statements straight on the
+pysqlite connection. `uses_driver` is where one is picked, per engine: the SQLite one on pysqlite
+unless the engine was made Core-only (`store_impl="core"`, from NOTES_SERVER_STORE_IMPL=core, which
+the test suite uses to run the portable code on SQLite).
 """
 
 from __future__ import annotations
@@ -14,16 +20,28 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "notes_server_write"
+# Dialects (one per engine) of engines made Core-only: their repositories never use the driver.
+# A plain set (checked on every repository call; a WeakSet lookup costs 4x): it holds only the
+# dialects of Core-only engines, which tests make.
+_CORE_ONLY: set[Dialect] = set()
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine; for SQLite, install the pragma and BEGIN hooks."""
+def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
+    """Create an engine; for SQLite, install the pragma and BEGIN hooks.
+
+    `store_impl` (`Settings.store_impl`): "core" makes every repository use its portable Core
+    implementation, even on SQLite; "auto" picks the SQLite one there.
+    """
+    if store_impl not in STORE_IMPLS:
+        raise ValueError(f"store_impl must be one of {', '.join(STORE_IMPLS)}, not {store_impl!r}")
     database = parse_database_url(url)
     if database.sqlite_path is None:
         return create_engine(database.url, pool_pre_ping=True)
@@ -31,7 +49,21 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(database.url)
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
+    if store_impl == "core":
+        _CORE_ONLY.add(engine.dialect)
     return engine
+
+
+def uses_driver(conn: Connection) -> bool:
+    """Whether repositories may run statements straight on this connection's pysqlite driver:
+    SQLite through pysqlite with positional parameters, and the engine not made Core-only."""
+    dialect = conn.dialect
+    return (
+        dialect.name == "sqlite"
+        and dialect.driver == "pysqlite"
+        and dialect.positional
+        and dialect not in _CORE_ONLY
+    )
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -70,18 +102,15 @@ def read_tx(engine: Engine) -> Iterator[Connection]:
 
 
 class _OnDriver(ABC):
-    """A Core statement that, on SQLite with pysqlite, runs on the DB-API connection itself
-    (inside the caller's transaction); on other databases it goes through Core unchanged."""
+    """A Core statement, prepared once, that the SQLite repositories run straight on the
+    DB-API connection (inside the caller's transaction); the Core ones execute `.statement`."""
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
 
     def first(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any] | None:
         """The first row (a read, or a write with RETURNING), or None."""
-        raw = _pysqlite(conn)
-        if raw is None:
-            return conn.execute(self.statement, dict(values)).first()
-        row: Sequence[Any] | None = raw.execute(*self._sql(conn, values)).fetchone()
+        row: Sequence[Any] | None = _pysqlite(conn).execute(*self._sql(conn, values)).fetchone()
         return row
 
     @abstractmethod
@@ -90,14 +119,14 @@ class _OnDriver(ABC):
 
 
 class FastRead(_OnDriver):
-    """A read-only Core statement that, on SQLite, runs straight on the pysqlite connection.
+    """A read-only Core statement that the SQLite repositories run on the pysqlite connection.
 
     For the reads on every tool call (grant lookup, note by id, title match, search): sent
     through the DBAPI with the SQL text and bind values SQLAlchemy itself would send (compiled
     once), they cost a fraction of a Core execution, inside the same transaction. Only for
     statements whose bound values need no type processing (text, numbers, booleans). Rows come
-    back as the driver returns them (SQLite: DateTime as ISO text, Boolean as 0/1), so callers
-    convert values as the column types would; other databases go through Core unchanged.
+    back as the driver returns them (SQLite: DateTime as ISO text, Boolean as 0/1), so the
+    SQLite repositories convert values as the column types would (`store.types.from_stored`).
     """
 
     def __init__(self, statement: Executable) -> None:
@@ -105,10 +134,7 @@ class FastRead(_OnDriver):
         self._compiled: SQLCompiler | None = None
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        raw = _pysqlite(conn)
-        if raw is None:
-            return conn.execute(self.statement, dict(values)).all()
-        return raw.execute(*self._sql(conn, values)).fetchall()
+        return _pysqlite(conn).execute(*self._sql(conn, values)).fetchall()
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
         compiled = self._compiled
@@ -120,14 +146,13 @@ class FastRead(_OnDriver):
 
 
 class FastWrite(_OnDriver):
-    """A DML Core statement that, on SQLite, runs straight on the pysqlite connection.
+    """A DML Core statement that the SQLite repositories run on the pysqlite connection.
 
     The write-side twin of FastRead, for the statements inside the confirmed-action transaction
     (claim the nonce, delete, audit, prune): compiled once per set of value names, bound values
-    converted by the columns' own bind processors (DateTime as SQLAlchemy's SQLite text), so the
-    driver receives exactly what a Core execution would send. Statements that need Python-side
-    column defaults are refused (those only a Core execution computes). Other databases go
-    through Core unchanged.
+    converted by the columns' own bind processors (timestamps as SQLAlchemy's SQLite text), so
+    the driver receives exactly what a Core execution would send. Statements that need
+    Python-side column defaults are refused (those only a Core execution computes).
     """
 
     def __init__(self, statement: Executable) -> None:
@@ -136,10 +161,7 @@ class FastWrite(_OnDriver):
 
     def rowcount(self, conn: Connection, values: Mapping[str, Any]) -> int:
         """Execute; the number of rows the statement itself changed (triggers not counted)."""
-        raw = _pysqlite(conn)
-        if raw is None:
-            return int(cast(Any, conn.execute(self.statement, dict(values))).rowcount)
-        return int(raw.execute(*self._sql(conn, values)).rowcount)
+        return int(_pysqlite(conn).execute(*self._sql(conn, values)).rowcount)
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
         names = frozenset(values)
@@ -154,6 +176,40 @@ class FastWrite(_OnDriver):
                 [params[name] for name in bound.names], bound.processors, strict=True
             )
         ]
+
+
+class CoreRun:
+    """How the portable repositories run a prepared statement: SQLAlchemy Core, any database;
+    rows come back typed by the column types (aware UTC timestamps, booleans)."""
+
+    @staticmethod
+    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+        return conn.execute(stmt.statement, dict(values)).first()
+
+    @staticmethod
+    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+        return conn.execute(stmt.statement, dict(values)).all()
+
+    @staticmethod
+    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+        return int(cast(Any, conn.execute(stmt.statement, dict(values))).rowcount)
+
+
+class DriverRun:
+    """How the SQLite repositories run a prepared statement: straight on pysqlite, rows as the
+    driver returns them (the repository converts them the way the column types would)."""
+
+    @staticmethod
+    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+        return stmt.first(conn, values)
+
+    @staticmethod
+    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+        return stmt.all(conn, values)
+
+    @staticmethod
+    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+        return stmt.rowcount(conn, values)
 
 
 class _Bound:
@@ -182,10 +238,9 @@ class _Bound:
         return cls(compiled, names, processors)
 
 
-def _pysqlite(conn: Connection) -> sqlite3.Connection | None:
-    """The stdlib sqlite3 connection under `conn` (same transaction), else None."""
-    dialect = conn.dialect
-    if dialect.name != "sqlite" or dialect.driver != "pysqlite" or not dialect.positional:
-        return None
+def _pysqlite(conn: Connection) -> sqlite3.Connection:
+    """The stdlib sqlite3 connection under `conn` (same transaction)."""
     driver = conn.connection.driver_connection
-    return driver if isinstance(driver, sqlite3.Connection) else None
+    if not isinstance(driver, sqlite3.Connection):
+        raise TypeError("the SQLite repositories need the pysqlite driver")
+    return driver

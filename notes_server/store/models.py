@@ -9,7 +9,6 @@ from __future__ import annotations
 from sqlalchemy import (
     Boolean,
     Column,
-    DateTime,
     Index,
     Integer,
     MetaData,
@@ -19,8 +18,11 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from notes_server.store.types import UTCDateTime
+
 metadata = MetaData()
-TZ = DateTime(timezone=True)
+# Aware UTC in and out (stored on SQLite as before: see store.types).
+TZ = UTCDateTime()
 
 # A note. `seq` is a stable integer key for the FTS index; `id` is the opaque public id.
 notes_table = Table(

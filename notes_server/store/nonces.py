@@ -2,19 +2,21 @@
 
 `claim` is an INSERT ... ON CONFLICT DO NOTHING run inside the caller's write transaction, so
 the claim commits or rolls back together with the mutation it authorizes, on SQLite and
-PostgreSQL alike, with no process-local lock in the argument.
+PostgreSQL alike, with no process-local lock in the argument. `NonceStore` is the interface;
+`SqliteNonces` runs all three statements on the driver, `CoreNonces` through Core with the
+conflict clause of the connection's dialect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from notes_server.store.engine import FastRead, FastWrite
+from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
 from notes_server.store.models import nonces_table as nonces
 
 PRUNE_BATCH = 200
@@ -65,9 +67,49 @@ class NonceRecord:
     result_json: str | None
 
 
+class NonceStore(Protocol):
+    """The consumed-nonce aggregate."""
+
+    def get(self, conn: Connection, nonce: str) -> NonceRecord | None: ...
+
+    def claim(self, conn: Connection, values: dict[str, Any]) -> bool: ...
+
+    def prune(self, conn: Connection, expired_before: datetime) -> int: ...
+
+
+class CoreNonces(CoreRun):
+    """Portable: every statement through SQLAlchemy Core; the claim's ON CONFLICT clause is
+    the connection dialect's own (SQLite and PostgreSQL)."""
+
+    def get(self, conn: Connection, nonce: str) -> NonceRecord | None:
+        row = self._first(_GET, conn, {"nonce": nonce})
+        return None if row is None else NonceRecord(*row)
+
+    def claim(self, conn: Connection, values: dict[str, Any]) -> bool:
+        dialect = conn.dialect.name
+        if dialect not in _CLAIM:
+            raise NotImplementedError(f"no single-statement nonce claim for {dialect}")
+        return self._first(_CLAIM[dialect], conn, values) is not None
+
+    def prune(self, conn: Connection, expired_before: datetime) -> int:
+        return self._rowcount(_PRUNE, conn, {"expired_before": expired_before})
+
+
+class SqliteNonces(DriverRun, CoreNonces):
+    """SQLite through pysqlite: lookup, claim and prune on the driver."""
+
+
+CORE: NonceStore = CoreNonces()
+SQLITE: NonceStore = SqliteNonces()
+
+
+def store(conn: Connection) -> NonceStore:
+    """The nonces implementation for this connection."""
+    return SQLITE if uses_driver(conn) else CORE
+
+
 def get(conn: Connection, nonce: str) -> NonceRecord | None:
-    row = _GET.first(conn, {"nonce": nonce})
-    return None if row is None else NonceRecord(*row)
+    return store(conn).get(conn, nonce)
 
 
 def claim(
@@ -93,8 +135,7 @@ def claim(
         "consumed_at": now,
         "expires_at": expires_at,
     }
-    statement = _CLAIM["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
-    return statement.first(conn, values) is not None
+    return store(conn).claim(conn, values)
 
 
 def prune(conn: Connection, *, expired_before: datetime) -> int:
@@ -103,4 +144,4 @@ def prune(conn: Connection, *, expired_before: datetime) -> int:
     Safe because a state is refused once past its expiry, so its nonce can never be presented
     again successfully; the caller passes a cut-off with a margin for clock skew.
     """
-    return _PRUNE.rowcount(conn, {"expired_before": expired_before})
+    return store(conn).prune(conn, expired_before)

@@ -1,6 +1,8 @@
-"""Notes repository: SQLAlchemy Core queries, one function per operation.
+"""Notes repository: the `NoteStore` interface, its portable Core implementation and its SQLite
+one (hot reads and the confirmed delete straight on the driver), and one function per operation
+that uses the implementation `engine.uses_driver` picks for the connection.
 
-Functions take a Connection so the caller decides the transaction (one write transaction per
+Everything takes a Connection so the caller decides the transaction (one write transaction per
 mutation, re-checks included). Nothing here knows about principals or the wire.
 """
 
@@ -11,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import (
     Connection,
@@ -28,8 +30,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from notes_server.store.engine import FastRead, FastWrite
+from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
 from notes_server.store.models import notes_table as notes
+from notes_server.store.types import from_stored
 
 COLUMNS = (
     notes.c.id,
@@ -113,24 +116,20 @@ class NoteRecord:
 
     @classmethod
     def from_driver_row(cls, row: Sequence[Any]) -> NoteRecord:
-        """From a FastRead row: converts driver values as SQLAlchemy's SQLite types do
-        (DateTime text via datetime.fromisoformat, Boolean 0/1 via bool); typed values pass."""
+        """From a pysqlite row: converts values as the column types do (timestamps from ISO
+        text to aware UTC, Boolean from 0/1), so both implementations return equal records."""
         return cls(
             row[0],
             row[1],
             row[2],
             row[3],
             row[4],
-            _sqlite_datetime(row[5]),
-            _sqlite_datetime(row[6]),
+            from_stored(row[5]),  # type: ignore[arg-type]
+            from_stored(row[6]),  # type: ignore[arg-type]
             row[7],
             bool(row[8]),
-            _sqlite_datetime(row[9]),
+            from_stored(row[9]),
         )
-
-
-def _sqlite_datetime(value: Any) -> Any:
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 class PathConflict(Exception):
@@ -148,41 +147,121 @@ def title_key(title: str) -> str:
     return " ".join(folded.split())
 
 
+class NoteStore(Protocol):
+    """The notes aggregate, as tools and the CLI use it."""
+
+    def insert(
+        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+    ) -> NoteRecord: ...
+
+    def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None: ...
+
+    def get_by_path(self, conn: Connection, workspace: str, path: str) -> NoteRecord | None: ...
+
+    def find_candidates(
+        self, conn: Connection, workspace: str, key: str, *, limit: int
+    ) -> tuple[list[NoteRecord], int]: ...
+
+    def update_fields(
+        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+    ) -> NoteRecord | None: ...
+
+    def delete(self, conn: Connection, note: NoteRecord) -> bool: ...
+
+
+class CoreNotes(CoreRun):
+    """Portable: every statement through SQLAlchemy Core."""
+
+    _record = staticmethod(NoteRecord.from_row)
+
+    def insert(
+        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+    ) -> NoteRecord:
+        note_id = new_note_id()
+        values = {
+            "id": note_id,
+            "workspace": workspace,
+            "path": path,
+            "title": title,
+            "title_key": title_key(title),
+            "body": body,
+            "created_at": now,
+            "updated_at": now,
+            "version": 1,
+            "archived": False,
+            "archived_at": None,
+        }
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(notes).values(**values))
+        except IntegrityError as exc:
+            raise PathConflict(path) from exc
+        return NoteRecord(note_id, workspace, path, title, body, now, now, 1, False, None)
+
+    def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
+        row = self._first(_GET_NOTE, conn, {"note_id": note_id, "workspace": workspace})
+        return None if row is None else self._record(row)
+
+    def get_by_path(self, conn: Connection, workspace: str, path: str) -> NoteRecord | None:
+        row = conn.execute(
+            select(*COLUMNS).where(notes.c.workspace == workspace, notes.c.path == path)
+        ).first()
+        return None if row is None else NoteRecord.from_row(row)
+
+    def find_candidates(
+        self, conn: Connection, workspace: str, key: str, *, limit: int
+    ) -> tuple[list[NoteRecord], int]:
+        params = {"workspace": workspace, "title_key": key, "archived": False, "limit": limit}
+        rows = self._all(_CANDIDATES, conn, params)
+        total = int(rows[0][len(COLUMNS)]) if rows else 0
+        return [self._record(r) for r in rows], total
+
+    def update_fields(
+        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+    ) -> NoteRecord | None:
+        values = dict(fields)
+        if "title" in values:
+            values["title_key"] = title_key(values["title"])
+        result = conn.execute(
+            update(notes)
+            .where(notes.c.id == note.id, notes.c.version == note.version)
+            .values(version=note.version + 1, updated_at=now, **values)
+        )
+        if result.rowcount != 1:
+            return None
+        return self.get(conn, values.get("workspace", note.workspace), note.id)
+
+    def delete(self, conn: Connection, note: NoteRecord) -> bool:
+        return self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) == 1
+
+
+class SqliteNotes(DriverRun, CoreNotes):
+    """SQLite through pysqlite: note by id, title candidates and the delete on the driver."""
+
+    _record = staticmethod(NoteRecord.from_driver_row)
+
+
+CORE: NoteStore = CoreNotes()
+SQLITE: NoteStore = SqliteNotes()
+
+
+def store(conn: Connection) -> NoteStore:
+    """The notes implementation for this connection."""
+    return SQLITE if uses_driver(conn) else CORE
+
+
 def insert_note(
     conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
 ) -> NoteRecord:
-    note_id = new_note_id()
-    values = {
-        "id": note_id,
-        "workspace": workspace,
-        "path": path,
-        "title": title,
-        "title_key": title_key(title),
-        "body": body,
-        "created_at": now,
-        "updated_at": now,
-        "version": 1,
-        "archived": False,
-        "archived_at": None,
-    }
-    try:
-        with conn.begin_nested():
-            conn.execute(insert(notes).values(**values))
-    except IntegrityError as exc:
-        raise PathConflict(path) from exc
-    return NoteRecord(note_id, workspace, path, title, body, now, now, 1, False, None)
+    return store(conn).insert(conn, workspace=workspace, path=path, title=title, body=body, now=now)
 
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
-    row = _GET_NOTE.first(conn, {"note_id": note_id, "workspace": workspace})
-    return None if row is None else NoteRecord.from_driver_row(row)
+    return store(conn).get(conn, workspace, note_id)
 
 
 def get_note_by_path(conn: Connection, workspace: str, path: str) -> NoteRecord | None:
-    row = conn.execute(
-        select(*COLUMNS).where(notes.c.workspace == workspace, notes.c.path == path)
-    ).first()
-    return None if row is None else NoteRecord.from_row(row)
+    return store(conn).get_by_path(conn, workspace, path)
 
 
 def find_candidates(
@@ -193,33 +272,15 @@ def find_candidates(
     key = title_key(text)
     if not key:
         return [], 0
-    params = {
-        "workspace": workspace,
-        "title_key": key,
-        "archived": False,
-        "limit": limit,
-    }
-    rows = _CANDIDATES.all(conn, params)
-    total = int(rows[0][len(COLUMNS)]) if rows else 0
-    return [NoteRecord.from_driver_row(r) for r in rows], total
+    return store(conn).find_candidates(conn, workspace, key, limit=limit)
 
 
 def update_fields(
     conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
 ) -> NoteRecord | None:
     """Optimistic update: applies only if the row still has `note.version`."""
-    values = dict(fields)
-    if "title" in values:
-        values["title_key"] = title_key(values["title"])
-    result = conn.execute(
-        update(notes)
-        .where(notes.c.id == note.id, notes.c.version == note.version)
-        .values(version=note.version + 1, updated_at=now, **values)
-    )
-    if result.rowcount != 1:
-        return None
-    return get_note(conn, values.get("workspace", note.workspace), note.id)
+    return store(conn).update_fields(conn, note, now=now, **fields)
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    return _DELETE.rowcount(conn, {"note_id": note.id, "version": note.version}) == 1
+    return store(conn).delete(conn, note)

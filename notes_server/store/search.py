@@ -1,7 +1,9 @@
 """Ranked full-text search (SQLite FTS5) over notes, or most recently updated first.
 
-A search ranks inside FTS5 and joins only the best rows to their notes; `search` says how the
-scope filter stays exact. Other databases get a portable LIKE fallback.
+`SearchStore` is the interface. On SQLite a search ranks inside FTS5 and joins only the best rows
+to their notes (`Fts5Search.search` says how the scope filter stays exact), on the driver
+(`SqliteSearch`) or through Core (`Fts5Search`, the Core-only mode). Other databases get the
+portable LIKE fallback (`LikeSearch`) until they bring their own full-text index.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import (
     Connection,
@@ -26,7 +28,7 @@ from sqlalchemy import (
     text,
 )
 
-from notes_server.store.engine import FastRead
+from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
 from notes_server.store.models import FTS_TABLE
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
@@ -90,7 +92,7 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], di
                 " FROM notes_fts CROSS JOIN top ON top.seq = notes_fts.rowid"
                 f" LEFT JOIN notes AS n ON n.seq = top.seq AND n.workspace = :workspace{live}"
                 " WHERE notes_fts MATCH :match ORDER BY top.score, top.seq"
-            )
+            ).columns(*COLUMNS, column("snippet", String), column("score", Float))
         )
     return recent, top_k, joined
 
@@ -114,6 +116,154 @@ def fts_query(query: str) -> str | None:
     return " ".join(f'"{w}"*' for w in words)
 
 
+class SearchStore(Protocol):
+    """Search over one workspace's notes: ranked for a query, newest first without one."""
+
+    def search(
+        self,
+        conn: Connection,
+        workspace: str,
+        query: str | None,
+        *,
+        include_archived: bool,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]: ...
+
+
+class _NewestFirst(CoreRun):
+    """The search without a query (every backend): most recently updated first."""
+
+    _record = staticmethod(NoteRecord.from_row)
+
+    def _recent(
+        self, conn: Connection, params: dict[str, Any], include_archived: bool
+    ) -> list[SearchHit]:
+        rows = self._all(_RECENT[include_archived], conn, params)
+        return [SearchHit(self._record(r), _plain_snippet(r[4]), 0.0) for r in rows]
+
+
+class Fts5Search(_NewestFirst):
+    """SQLite FTS5, ranked by bm25, through Core (the Core-only mode on SQLite)."""
+
+    def search(
+        self,
+        conn: Connection,
+        workspace: str,
+        query: str | None,
+        *,
+        include_archived: bool,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        """Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages
+        agree."""
+        match = fts_query(query) if query else None
+        if query and match is None:
+            return []
+        params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
+        if match is None:
+            return self._recent(conn, params, include_archived)
+        return self._ranked(conn, params, match, include_archived)
+
+    def _ranked(
+        self, conn: Connection, params: dict[str, Any], match: str, include_archived: bool
+    ) -> list[SearchHit]:
+        wanted = params["offset"] + params["limit"]
+        offset = params["offset"]
+        memo: dict[tuple[str, bool], int] = conn.info.setdefault(_CROWDED, {})
+        scope = (params["workspace"], include_archived)
+        if memo.get(scope, 0) > 0:  # crowded out recently: rank the scope's own matches at once
+            memo[scope] -= 1
+            return self._plain_join(conn, params, match, include_archived)
+        k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
+        for _ in range(2):
+            rows = self._all(_TOP_K[include_archived], conn, {**params, "match": match, "k": k})
+            kept = [r for r in rows if r[0] is not None]
+            # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
+            if len(kept) >= wanted or len(rows) < k:
+                return [self._hit(r) for r in kept[offset:wanted]]
+            # Crowded out by other workspaces or archived notes: one wider try, sized from the
+            # in-scope share just seen, when that share is not tiny.
+            if not kept:
+                break
+            k = 2 * wanted * -(-k // len(kept))
+            if k > _TOP_K_MAX:
+                break
+        # A small scope in a big database: the plain join is cheaper, and stays the plan for
+        # the next searches of this scope on this connection (then top-k is tried again).
+        if len(memo) >= _CROWDED_MAX:
+            memo.clear()
+        memo[scope] = _CROWDED_SKIPS
+        return self._plain_join(conn, params, match, include_archived)
+
+    def _plain_join(
+        self, conn: Connection, params: dict[str, Any], match: str, include_archived: bool
+    ) -> list[SearchHit]:
+        rows = self._all(_RANKED[include_archived], conn, {**params, "match": match})
+        return [self._hit(r) for r in rows]
+
+    def _hit(self, row: Sequence[Any]) -> SearchHit:
+        return SearchHit(self._record(row), row[10] or "", float(row[11]))
+
+
+class SqliteSearch(DriverRun, Fts5Search):
+    """SQLite FTS5 on the pysqlite driver: the hot path of notes_search."""
+
+    _record = staticmethod(NoteRecord.from_driver_row)
+
+
+class LikeSearch(_NewestFirst):
+    """Portable fallback for databases without an FTS index here: every word must appear in
+    the title or the body; newest first, plain snippets."""
+
+    def search(
+        self,
+        conn: Connection,
+        workspace: str,
+        query: str | None,
+        *,
+        include_archived: bool,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        words = _FTS_TOKEN.findall(query)[:16] if query else []
+        if query and not words:
+            return []
+        params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
+        if not words:
+            return self._recent(conn, params, include_archived)
+        conditions = [notes.c.workspace == workspace]
+        if not include_archived:
+            conditions.append(notes.c.archived.is_(False))
+        for word in words:
+            pattern = f"%{word.lower()}%"
+            conditions.append(
+                or_(func.lower(notes.c.title).like(pattern), func.lower(notes.c.body).like(pattern))
+            )
+        rows = conn.execute(
+            select(*COLUMNS)
+            .where(and_(*conditions))
+            .order_by(*NEWEST_FIRST)
+            .limit(limit)
+            .offset(offset)
+        )
+        return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
+
+
+SQLITE: SearchStore = SqliteSearch()
+SQLITE_CORE: SearchStore = Fts5Search()
+PORTABLE: SearchStore = LikeSearch()
+
+
+def store(conn: Connection) -> SearchStore:
+    """The search implementation for this connection: FTS5 on SQLite (on the driver unless the
+    engine is Core-only), the LIKE fallback elsewhere."""
+    if uses_driver(conn):
+        return SQLITE
+    return SQLITE_CORE if conn.dialect.name == "sqlite" else PORTABLE
+
+
 def search(
     conn: Connection,
     workspace: str,
@@ -123,78 +273,10 @@ def search(
     limit: int,
     offset: int,
 ) -> list[SearchHit]:
-    """Ranked full-text search (SQLite FTS5) or, without a query, most recently updated first.
-
-    Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages agree.
-    """
-    match = fts_query(query) if query else None
-    if query and match is None:
-        return []
-    params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
-    if match is None:
-        rows = _RECENT[include_archived].all(conn, params)
-        return [SearchHit(NoteRecord.from_driver_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
-    if conn.dialect.name != "sqlite":
-        conditions = [notes.c.workspace == workspace]
-        if not include_archived:
-            conditions.append(notes.c.archived.is_(False))
-        return _search_like(conn, conditions, query or "", limit, offset)
-    wanted = offset + limit
-    memo: dict[tuple[str, bool], int] = conn.info.setdefault(_CROWDED, {})
-    scope = (workspace, include_archived)
-    if memo.get(scope, 0) > 0:  # crowded out recently: rank the scope's own matches at once
-        memo[scope] -= 1
-        return _plain_join(conn, params, match, include_archived)
-    k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
-    for _ in range(2):
-        rows = _TOP_K[include_archived].all(conn, {**params, "match": match, "k": k})
-        kept = [r for r in rows if r[0] is not None]
-        # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
-        if len(kept) >= wanted or len(rows) < k:
-            return [_ranked_hit(r) for r in kept[offset:wanted]]
-        # Crowded out by other workspaces or archived notes: one wider try, sized from the
-        # in-scope share just seen, when that share is not tiny.
-        if not kept:
-            break
-        k = 2 * wanted * -(-k // len(kept))
-        if k > _TOP_K_MAX:
-            break
-    # A small scope in a big database: the plain join is cheaper, and stays the plan for the
-    # next searches of this scope on this connection (then the top-k path is tried again).
-    if len(memo) >= _CROWDED_MAX:
-        memo.clear()
-    memo[scope] = _CROWDED_SKIPS
-    return _plain_join(conn, params, match, include_archived)
-
-
-def _plain_join(
-    conn: Connection, params: dict[str, Any], match: str, include_archived: bool
-) -> list[SearchHit]:
-    rows = _RANKED[include_archived].all(conn, {**params, "match": match})
-    return [_ranked_hit(r) for r in rows]
-
-
-def _ranked_hit(row: Sequence[Any]) -> SearchHit:
-    return SearchHit(NoteRecord.from_driver_row(row), row[10] or "", float(row[11]))
-
-
-def _search_like(
-    conn: Connection, conditions: list[Any], query: str, limit: int, offset: int
-) -> list[SearchHit]:
-    """Portable fallback for non-SQLite databases: every word must appear in title or body."""
-    for word in _FTS_TOKEN.findall(query)[:16]:
-        pattern = f"%{word.lower()}%"
-        conditions.append(
-            or_(func.lower(notes.c.title).like(pattern), func.lower(notes.c.body).like(pattern))
-        )
-    rows = conn.execute(
-        select(*COLUMNS)
-        .where(and_(*conditions))
-        .order_by(*NEWEST_FIRST)
-        .limit(limit)
-        .offset(offset)
+    """Ranked full-text search or, without a query, most recently updated first."""
+    return store(conn).search(
+        conn, workspace, query, include_archived=include_archived, limit=limit, offset=offset
     )
-    return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
 
 
 def _plain_snippet(body: str, width: int = 160) -> str:

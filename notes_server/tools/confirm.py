@@ -239,7 +239,7 @@ class ConfirmedAction(Tool):
             answer_digest=digest,
             result_json=None if result is None else json.dumps(result.structured),
             now=now,
-            expires_at=datetime.fromtimestamp(claims.expires_at, UTC).replace(tzinfo=None),
+            expires_at=datetime.fromtimestamp(claims.expires_at, UTC),
         )
         if not claimed:
             raise StateRejected("confirmation nonce already consumed")

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 
 def utc_now() -> datetime:
-    """Naive UTC: what SQLite stores and returns, so comparisons never mix kinds."""
-    return datetime.now(UTC).replace(tzinfo=None)
+    """Aware UTC: what the store's timestamp columns take and return, on every backend."""
+    return datetime.now(UTC)
 
 
 class Services:
@@ -48,7 +48,9 @@ class Services:
                 if self._engine is None:
                     from notes_server.store.engine import make_engine
 
-                    self._engine = make_engine(self.settings.db_url)
+                    self._engine = make_engine(
+                        self.settings.db_url, store_impl=self.settings.store_impl
+                    )
         return self._engine
 
     @property
@@ -86,7 +88,7 @@ class Services:
                     "NOTES_SERVER_STATE_KEYS must be set for databases other than embedded SQLite"
                 )
             ring = KeyRing.load_or_create_file(key_file)
-        return StateSealer(ring, clock=lambda: self.clock().replace(tzinfo=UTC).timestamp())
+        return StateSealer(ring, clock=lambda: self.clock().timestamp())
 
     def checkpoint(self, point: str) -> None:
         """A named step of a confirmed mutation. Crash-safety tests set `pause_at` to freeze

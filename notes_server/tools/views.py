@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,12 +41,16 @@ NOTE_OUTPUT: dict[str, Any] = {
 
 
 def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 UTC with a Z suffix (stored datetimes are naive UTC)."""
+    """ISO-8601 UTC with a Z suffix (the store returns aware UTC; naive counts as UTC)."""
     if moment is None:
         return None
-    if moment.tzinfo is not None:
-        moment = moment.replace(tzinfo=None)
-    return moment.isoformat(timespec="seconds") + "Z"
+    if moment.tzinfo is not None and moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    # Formatted from the fields with %: twice as fast as isoformat() on an aware value (and
+    # faster than an f-string), for every timestamp of every note in a result.
+    m = moment
+    fields = (m.year, m.month, m.day, m.hour, m.minute, m.second)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % fields  # noqa: UP031
 
 
 def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:

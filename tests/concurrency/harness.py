@@ -111,9 +111,18 @@ def _pump(stream: Any, sink: queue.Queue[bytes], keep: list[bytes] | None) -> No
 class Server:
     """One `notes-server serve --db URL --principal alice` process."""
 
-    def __init__(self, url: str, keys: str, cwd: Path, *, pause_at: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        keys: str,
+        cwd: Path,
+        *,
+        pause_at: str | None = None,
+        store_impl: str | None = None,
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NOTES_SERVER_")}
         env["NOTES_SERVER_STATE_KEYS"] = keys
+        env["NOTES_SERVER_STORE_IMPL"] = store_impl or os.environ.get("NOTES_SERVER_STORE_IMPL", "")
         env["XDG_DATA_HOME"] = str(cwd / "xdg")
         if pause_at is not None:
             env["NOTES_SERVER_TEST_PAUSE_AT"] = pause_at
@@ -240,12 +249,16 @@ def tool_params(
     return params
 
 
-def start_servers(url: str, keys: str, cwd: Path, count: int) -> list[Server]:
-    """Start `count` servers concurrently, then wait until each answers."""
+def start_servers(
+    url: str, keys: str, cwd: Path, count: int, *, store_impls: tuple[str | None, ...] = (None,)
+) -> list[Server]:
+    """Start `count` servers concurrently (their store implementations taken in turn from
+    `store_impls`), then wait until each answers."""
     servers: list[Server] = []
     try:
-        for _ in range(count):
-            servers.append(Server(url, keys, cwd))
+        for index in range(count):
+            impl = store_impls[index % len(store_impls)]
+            servers.append(Server(url, keys, cwd, store_impl=impl))
         for server in servers:
             server.wait_ready()
     except BaseException:

@@ -72,7 +72,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     url = f"sqlite:///{root}/notes.db"
     keys = generate_keys()
     prepare_database(url)
-    servers = start_servers(url, keys, root, PROCESSES)
+    # Half the servers claim and delete through the SQLite fast path, half through the portable
+    # Core implementation: both race for the same nonces on the same file.
+    servers = start_servers(url, keys, root, PROCESSES, store_impls=("auto", "core"))
     try:
         yield Cluster(servers, Db(root / "notes.db"), keys)
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,8 @@ from notes_server.store import audit, migrate, nonces, notes
 from notes_server.store.engine import FastWrite, make_engine, read_tx, write_tx
 
 WS = "file:///home/alice/notes"
-NOW = datetime(2026, 3, 1, 12, 30, 15, 123456)
-LATER = datetime(2026, 3, 1, 12, 40, 0, 7)
+NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+LATER = datetime(2026, 3, 1, 12, 40, 0, 7, tzinfo=UTC)
 
 
 def _engine(path: Path) -> Engine:

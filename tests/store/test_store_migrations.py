@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from notes_server.store.engine import BUSY_TIMEOUT_MS, make_engine, read_tx, wri
 
 TABLES = {"notes", "workspace_grants", "consumed_nonces", "audit_log", "alembic_version"}
 WS = "file:///home/alice/notes"
-NOW = datetime(2026, 8, 1, 12, 0, 0)
+NOW = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture

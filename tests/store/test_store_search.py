@@ -4,7 +4,7 @@ matches would, whichever workspaces and archived notes crowd the best global mat
 from __future__ import annotations
 
 import random
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from sqlalchemy import Engine, update
 from notes_server.store import notes, search
 from notes_server.store.engine import read_tx, write_tx
 
-NOW = datetime(2026, 3, 1, 12, 30, 15)
+NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 MINE = "file:///home/alice/notes"
 THEIRS = "file:///home/bob/notes"
 WORDS = ["apple", "apricot", "banana", "cherry", "damson", "elder", "fig", "grape"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, select, text
@@ -33,7 +33,7 @@ RESULT_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
 FORM: dict[str, Any] = {"elicitation": {"form": {}}}
 WS = "file:///home/alice/notes"
 OTHER_WS = "file:///home/alice/work"
-START = datetime(2026, 8, 1, 12, 0, 0)
+START = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
 STATE_TTL = 120.0
 
 STATE_REJECTED = "Invalid or expired requestState"
@@ -94,7 +94,7 @@ KINDS = (DELETE, ARCHIVE)
 
 
 class ManualClock:
-    """Naive UTC time that moves only when a test says so."""
+    """Aware UTC time that moves only when a test says so."""
 
     def __init__(self, now: datetime = START) -> None:
         self.now = now
@@ -107,7 +107,7 @@ class ManualClock:
 
 
 def iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds") + "Z"
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def choice_title(note: NoteRecord) -> str:

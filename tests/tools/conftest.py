@@ -29,8 +29,15 @@ def confirm_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(params=["auto", "core"])
+def store_impl(request: pytest.FixtureRequest) -> str:
+    """Every tool test runs on the SQLite implementation (fast path) and on the portable Core
+    one, so the Core code the PostgreSQL backend builds on is tested today."""
+    return str(request.param)
+
+
 @pytest.fixture
-def flow(tmp_path: Path, confirm_template_db: Path) -> Iterator[Flow]:
+def flow(tmp_path: Path, confirm_template_db: Path, store_impl: str | None) -> Iterator[Flow]:
     """alice has write access to WS and OTHER_WS; the database holds no notes yet."""
     from notes_server.store.engine import make_engine
 
@@ -40,8 +47,9 @@ def flow(tmp_path: Path, confirm_template_db: Path) -> Iterator[Flow]:
         principal="alice",
         state_keys=KeyRing.generate_spec(),
         state_ttl=STATE_TTL,
+        store_impl=store_impl,
     )
-    engine = make_engine(settings.db_url)
+    engine = make_engine(settings.db_url, store_impl=store_impl)
     try:
         harness = Flow(settings, engine, ManualClock())
         harness.grant("alice", WS)

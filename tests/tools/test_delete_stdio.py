@@ -6,6 +6,7 @@ branch, so only the main round trip runs for both here, to keep process start-up
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +82,13 @@ class Client:
         assert set(reply) == {"jsonrpc", "id", "error"}, reply
         error: dict[str, Any] = reply["error"]
         return error
+
+
+@pytest.fixture
+def store_impl() -> str:
+    """Once, not per implementation: the servers here are separate processes on the default
+    one (the in-process flow tests run both)."""
+    return os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto"
 
 
 @pytest.fixture

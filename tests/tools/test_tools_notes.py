@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -34,7 +34,7 @@ class TickingClock:
     """Every reading is one second after the previous one: recency order is deterministic."""
 
     def __init__(self) -> None:
-        self.now = datetime(2026, 8, 1, 12, 0, 0)
+        self.now = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)

@@ -176,7 +176,7 @@ def test_resource_templates_list_is_empty_and_public(call: Call) -> None:
 def test_resources_list_pages_through_every_note_exactly_once(
     call: Call, grant: Grant, migrated_engine: Engine
 ) -> None:
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from notes_server.store import notes
     from notes_server.store.engine import write_tx
@@ -190,7 +190,7 @@ def test_resources_list_pages_through_every_note_exactly_once(
                 path=f"n{i:03}.md",
                 title=f"N{i}",
                 body="",
-                now=datetime(2026, 1, 1),
+                now=datetime(2026, 1, 1, tzinfo=UTC),
             )
     seen: list[str] = []
     params: dict[str, Any] = {}
