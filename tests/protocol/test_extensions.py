@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from notes_server.tools.services import Services
 Call = Callable[..., dict[str, Any]]
 NOTES = "file:///home/alice/notes"
 CAPABLE: dict[str, Any] = {"extensions": {DEMO_ID: {}}}
-NOW = datetime(2026, 3, 1, 12, 0, 0)
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 

@@ -3,13 +3,13 @@ pruning, and cancellation markers."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, text
 
 from notes_server.store.sessions import SessionRecord, SqlLegacySessions
 
-NOW = datetime(2026, 11, 30, 12, 0, 0)
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 TTL = timedelta(hours=24)
 
 
