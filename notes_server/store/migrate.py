@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
     from sqlalchemy import Connection, Engine
 
-HEAD = "0003"
+HEAD = "0004"
 
 
 def migrations_dir() -> Path:

@@ -1,0 +1,108 @@
+"""`notes-server import / export / sync`: a workspace mirrored to a plain markdown folder."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from notes_server.cli_errors import StartupFailure
+from notes_server.errors import UriError
+
+if TYPE_CHECKING:
+    from notes_server.folders.summary import Summary
+    from notes_server.security.uri import WorkspaceUri
+
+DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
+
+
+def _common(func: Any) -> Any:
+    func = click.option("--db", default=None, metavar="URL", help=DB_HELP)(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")(func)
+    return click.option(
+        "--workspace", "workspace_uri", required=True, metavar="URI", help="Workspace file:/// URI."
+    )(func)
+
+
+def _workspace(text: str) -> WorkspaceUri:
+    from notes_server.security.uri import parse_workspace_uri
+
+    try:
+        return parse_workspace_uri(text)
+    except UriError as exc:
+        raise click.BadParameter(
+            f"not an acceptable workspace URI ({exc})", param_hint="--workspace"
+        ) from None
+
+
+@contextlib.contextmanager
+def _folder(directory: str, *, create: bool) -> Iterator[int]:
+    from notes_server.folders.walker import FolderError, open_root
+
+    try:
+        fd = open_root(directory, create=create)
+    except FolderError as exc:
+        raise StartupFailure(str(exc)) from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _report(summary: Summary, as_json: bool, *, dry_run: bool = False) -> None:
+    if as_json:
+        click.echo(json.dumps(summary.as_json(dry_run=dry_run), ensure_ascii=False))
+        return
+    for line in summary.lines(dry_run=dry_run):
+        click.echo(line)
+
+
+@click.command(
+    name="import",
+    epilog="Example: notes-server import ~/Notes --workspace file:///home/alice/notes",
+)
+@click.argument("directory", type=click.Path(file_okay=False))
+@_common
+@click.option("--dry-run", is_flag=True, help="Report what would change; change nothing.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["skip", "overwrite", "rename"]),
+    default="skip",
+    show_default=True,
+    help="When a different note already has the file's path.",
+)
+def import_(
+    directory: str,
+    workspace_uri: str,
+    db: str | None,
+    as_json: bool,
+    dry_run: bool,
+    on_conflict: str,
+) -> None:
+    """Import *.md, *.markdown and *.txt under DIRECTORY as notes (idempotent)."""
+    from notes_server.cli_database import open_database
+    from notes_server.folders.importer import ImportOptions, import_folder
+
+    workspace = _workspace(workspace_uri)
+    options = ImportOptions(policy=on_conflict, dry_run=dry_run)
+    with _folder(directory, create=False) as fd, open_database(db) as engine:
+        summary = import_folder(engine, fd, workspace, options)
+    _report(summary, as_json, dry_run=dry_run)
+
+
+@click.command(epilog="Example: notes-server export --workspace file:///home/alice/notes ~/Notes")
+@click.argument("directory", type=click.Path(file_okay=False))
+@_common
+def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) -> None:
+    """Write every live note of the workspace under DIRECTORY, one file each, atomically."""
+    from notes_server.cli_database import open_database
+    from notes_server.folders.exporter import export_workspace
+
+    workspace = _workspace(workspace_uri)
+    with _folder(directory, create=True) as fd, open_database(db) as engine:
+        summary = export_workspace(engine, fd, workspace)
+    _report(summary, as_json)
