@@ -66,6 +66,8 @@ def open_root(directory: str, *, create: bool = False) -> int:
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)
     try:
+        if stat.S_ISLNK(os.lstat(directory).st_mode):
+            raise FolderError(f"{directory}: is a symlink; name the real directory")
         return os.open(directory, DIR_FLAGS)
     except FileNotFoundError:
         raise FolderError(f"{directory}: no such directory") from None
@@ -80,7 +82,7 @@ def open_root(directory: str, *, create: bool = False) -> int:
 def shown(path: tuple[str, ...] | list[str], name: str = "") -> str:
     """A relative path for a summary line: undecodable bytes and controls escaped."""
     text = "/".join([*path, name] if name else path)
-    return text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return text.encode("unicode_escape").decode("ascii")
 
 
 def check_name(parent: tuple[str, ...], name: str) -> tuple[str, ...]:
