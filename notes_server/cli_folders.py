@@ -106,3 +106,19 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) ->
     with _folder(directory, create=True) as fd, open_database(db) as engine:
         summary = export_workspace(engine, fd, workspace)
     _report(summary, as_json)
+
+
+@click.command(epilog="Example: notes-server sync --workspace file:///home/alice/notes ~/Notes")
+@click.argument("directory", type=click.Path(file_okay=False))
+@_common
+def sync(directory: str, workspace_uri: str, db: str | None, as_json: bool) -> None:
+    """Two-way sync between the workspace and DIRECTORY; both-sides edits keep both copies."""
+    from notes_server.cli_database import open_database
+    from notes_server.folders.sync import sync_folder
+    from notes_server.tools.services import utc_now
+
+    workspace = _workspace(workspace_uri)
+    with _folder(directory, create=True) as fd, open_database(db) as engine:
+        folder = os.path.realpath(directory)
+        summary = sync_folder(engine, fd, workspace, folder, utc_now())
+    _report(summary, as_json)

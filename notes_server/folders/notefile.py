@@ -31,6 +31,7 @@ class Draft:
     created: datetime
     updated: datetime
     extra: str
+    raw_hash: str
 
 
 def read_draft(file: NoteFile) -> Draft:
@@ -50,7 +51,8 @@ def read_draft(file: NoteFile) -> Draft:
     if len(parsed.body) > MAX_BODY:
         raise NotAnote(f"body longer than {MAX_BODY} characters")
     title = _title(parsed.known.get("title"), parsed.body, file.path[-1])
-    return Draft("/".join(file.path), title, parsed.body, created, updated, parsed.extra)
+    raw = hashlib.sha256(file.data).hexdigest()
+    return Draft("/".join(file.path), title, parsed.body, created, updated, parsed.extra, raw)
 
 
 def _time(known: dict[str, str], key: str, default: datetime) -> datetime:

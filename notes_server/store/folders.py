@@ -174,3 +174,23 @@ def forget_sync(conn: Connection, workspace: str, folder: str, note_id: str) -> 
             sync_state.c.note_id == note_id,
         )
     )
+
+
+def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | None:
+    """Optimistic rename of a note's path (a file renamed on disk); None if it changed or the
+    path is taken."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with conn.begin_nested():
+            result = conn.execute(
+                update(notes)
+                .where(notes.c.id == note.id, notes.c.version == note.version)
+                .values(path=path, version=note.version + 1)
+            )
+    except IntegrityError:
+        return None
+    if result.rowcount != 1:
+        return None
+    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
+    return None if row is None else NoteRecord.from_row(row)
