@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,24 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) ->
 @click.command(epilog="Example: notes-server sync --workspace file:///home/alice/notes ~/Notes")
 @click.argument("directory", type=click.Path(file_okay=False))
 @_common
-def sync(directory: str, workspace_uri: str, db: str | None, as_json: bool) -> None:
+@click.option("--watch", is_flag=True, help="Keep running: reconcile after every change.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1, max=86400),
+    default=30.0,
+    show_default=True,
+    help="With --watch: seconds between reconciles when no file changes (store-side edits).",
+)
+@click.option("--poll", is_flag=True, help="With --watch: poll (network or FUSE filesystems).")
+def sync(
+    directory: str,
+    workspace_uri: str,
+    db: str | None,
+    as_json: bool,
+    watch: bool,
+    interval: float,
+    poll: bool,
+) -> None:
     """Two-way sync between the workspace and DIRECTORY; both-sides edits keep both copies."""
     from notes_server.cli_database import open_database
     from notes_server.folders.sync import sync_folder
@@ -120,5 +138,42 @@ def sync(directory: str, workspace_uri: str, db: str | None, as_json: bool) -> N
     workspace = _workspace(workspace_uri)
     with _folder(directory, create=True) as fd, open_database(db) as engine:
         folder = os.path.realpath(directory)
-        summary = sync_folder(engine, fd, workspace, folder, utc_now())
-    _report(summary, as_json)
+        if not watch:
+            _report(sync_folder(engine, fd, workspace, folder, utc_now()), as_json)
+            return
+        _watch(engine, fd, workspace, folder, as_json=as_json, interval=interval, poll=poll)
+
+
+def _watch(
+    engine: Any,
+    fd: int,
+    workspace: WorkspaceUri,
+    folder: str,
+    *,
+    as_json: bool,
+    interval: float,
+    poll: bool,
+) -> None:
+    from notes_server.folders.watch import WatchUnavailable, watch_folder
+    from notes_server.tools.services import utc_now
+
+    def report(summary: Summary) -> None:
+        _report(summary, as_json)
+        sys.stdout.flush()
+
+    click.echo(f"watching {folder} (Ctrl-C stops)", err=True)
+    try:
+        watch_folder(
+            engine,
+            fd,
+            workspace,
+            folder,
+            clock=utc_now,
+            report=report,
+            interval=interval,
+            poll=poll,
+        )
+    except WatchUnavailable as exc:
+        raise StartupFailure(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
