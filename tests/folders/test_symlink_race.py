@@ -1,5 +1,6 @@
 """A file and a directory swapped for symlinks to secrets outside the folder, in a tight loop
-by another process, while import reads and export writes: nothing leaks, nothing lands outside.
+by another process, while import reads, export writes and sync does both: nothing leaks,
+nothing lands outside.
 
 The adversary exchanges names atomically with ``renameat2(RENAME_EXCHANGE)``, so at every
 instant ``a.md`` is either the public file or a symlink to the secret file, and ``sub`` is
@@ -21,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +34,8 @@ from notes_server.security.uri import parse_workspace_uri
 from notes_server.store.notes import NoteRecord
 
 ATTEMPTS = 10_000
+# Each sync walks both swapped names and may write both: 5,000 syncs are 10,000 attempts.
+SYNC_ATTEMPTS = 5_000
 SECRET = "SECRET-0c1d"
 RENAME_EXCHANGE = 2
 
@@ -164,3 +168,45 @@ def test_the_naive_realpath_check_does_leak_under_the_same_adversary(arena: Path
                 continue
 
     assert leaks > 0
+
+
+def test_sync_never_imports_a_secret_nor_writes_outside(arena: Path) -> None:
+    from notes_server.folders.sync import sync_folder
+    from notes_server.store import migrate
+    from notes_server.store.engine import make_engine
+
+    secrets = arena.parent / "secrets"
+    engine = make_engine(f"sqlite:///{arena.parent}/notes.db")
+    migrate.upgrade(engine)
+    workspace = parse_workspace_uri("file:///w")
+    fd = open_root(str(arena))
+    refused = 0
+    try:
+        for attempt in range(SYNC_ATTEMPTS):
+            summary = sync_folder(engine, fd, workspace, str(arena), datetime(2026, 1, 1))
+            refused += summary.counts["refused"]
+            if attempt % 50 == 0:
+                _edit_every_note(engine, attempt)
+        with engine.connect() as conn:
+            bodies = [row[0] for row in conn.exec_driver_sql("SELECT body FROM notes")]
+    finally:
+        os.close(fd)
+        engine.dispose()
+
+    assert not [body for body in bodies if SECRET in body]
+    assert (secrets / "secret.md").read_text("utf-8") == SECRET
+    assert sorted(p.name for p in (secrets / "vault").iterdir()) == ["b.md"]
+    assert (secrets / "vault" / "b.md").read_text("utf-8") == SECRET
+    assert refused > 0
+
+
+def _edit_every_note(engine: Any, attempt: int) -> None:
+    """Store-side edits, so that sync also has files to write while the adversary swaps."""
+    from notes_server.store import folders
+    from notes_server.store.engine import write_tx
+
+    with write_tx(engine) as conn:
+        for note in folders.live_notes(conn, "file:///w"):
+            folders.replace_content(
+                conn, note, title=note.title, body=f"edit {attempt}", updated=datetime(2026, 1, 2)
+            )
