@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from notes_server.cli_errors import StartupFailure
 from notes_server.errors import UriError
 
 if TYPE_CHECKING:
+    from notes_server.folders.progress import Progress
     from notes_server.folders.summary import Summary
     from notes_server.security.uri import WorkspaceUri
 
@@ -54,6 +56,47 @@ def _folder(directory: str, *, create: bool) -> Iterator[int]:
         os.close(fd)
 
 
+class _Bar:
+    """The terminal's progress bar (stderr): files done of the total, ETA, bytes and rate."""
+
+    def __init__(self, label: str, stack: contextlib.ExitStack) -> None:
+        self.label, self.stack = label, stack
+        self.bar: Any = None
+        self.bytes = 0
+        self.files = 0
+        self.began = time.monotonic()
+
+    def start(self, total: int) -> None:
+        self.bar = self.stack.enter_context(
+            click.progressbar(
+                length=total,
+                label=self.label,
+                file=sys.stderr,
+                show_pos=True,
+                show_eta=True,
+                item_show_func=lambda shown: shown,
+                update_min_steps=max(1, total // 500),  # redrawing per file cost more than it
+            )
+        )
+
+    def advance(self, nbytes: int) -> None:
+        self.bytes += nbytes
+        self.files += 1
+        rate = self.files / max(time.monotonic() - self.began, 1e-6)
+        if self.bar is not None:
+            self.bar.update(1, f"{self.bytes / 1e6:.1f} MB, {rate:.0f} files/s")
+
+
+@contextlib.contextmanager
+def _progress(label: str, as_json: bool) -> Iterator[Progress | None]:
+    """A bar when stderr is a terminal and a person reads the summary; else nothing."""
+    if as_json or not sys.stderr.isatty():
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        yield _Bar(label, stack)
+
+
 def _report(summary: Summary, as_json: bool, *, dry_run: bool = False) -> None:
     if as_json:
         click.echo(json.dumps(summary.as_json(dry_run=dry_run), ensure_ascii=False))
@@ -90,8 +133,12 @@ def import_(
 
     workspace = _workspace(workspace_uri)
     options = ImportOptions(policy=on_conflict, dry_run=dry_run)
-    with _folder(directory, create=False) as fd, open_database(db) as engine:
-        summary = import_folder(engine, fd, workspace, options)
+    with (
+        _folder(directory, create=False) as fd,
+        open_database(db) as engine,
+        _progress("importing", as_json) as progress,
+    ):
+        summary = import_folder(engine, fd, workspace, options, progress)
     _report(summary, as_json, dry_run=dry_run)
 
 
@@ -104,8 +151,12 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) ->
     from notes_server.folders.exporter import export_workspace
 
     workspace = _workspace(workspace_uri)
-    with _folder(directory, create=True) as fd, open_database(db) as engine:
-        summary = export_workspace(engine, fd, workspace)
+    with (
+        _folder(directory, create=True) as fd,
+        open_database(db) as engine,
+        _progress("exporting", as_json) as progress,
+    ):
+        summary = export_workspace(engine, fd, workspace, progress)
     _report(summary, as_json)
 
 

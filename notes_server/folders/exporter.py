@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from notes_server.folders.notefile import render
+from notes_server.folders.progress import Progress
 from notes_server.folders.summary import Summary
 from notes_server.folders.walker import read_checked
 from notes_server.folders.writer import WriteRefused, open_parent, write_atomic
@@ -24,7 +24,7 @@ def export_workspace(
     engine: Engine,
     root_fd: int,
     workspace: WorkspaceUri,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Summary:
     """Write every live note; a file already holding the same bytes is left alone."""
     from notes_server.store import folders
@@ -34,13 +34,15 @@ def export_workspace(
         records = folders.live_notes(conn, workspace.uri)
         extra = folders.extras(conn, [note.id for note in records])
     summary = Summary()
+    if progress is not None:
+        progress.start(len(records))
     for note in records:
         data = render(
             note.id, note.title, note.body, note.created_at, note.updated_at, extra.get(note.id, "")
         )
         export_note(root_fd, note, data, summary)
         if progress is not None:
-            progress(len(data))
+            progress.advance(len(data))
     return summary
 
 

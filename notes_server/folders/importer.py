@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from notes_server.errors import UriError
 from notes_server.folders.notefile import Draft, NotAnote, read_draft
+from notes_server.folders.progress import Progress
 from notes_server.folders.summary import Summary
-from notes_server.folders.walker import Limits, NoteFile, Refusal, walk
+from notes_server.folders.walker import Limits, NoteFile, Refusal, count_notes, walk
 from notes_server.security.uri import WorkspaceUri
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
 POLICIES = ("skip", "overwrite", "rename")
 BATCH = 500
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +30,22 @@ class ImportOptions:
 
 
 def drafts(
-    root_fd: int, workspace: WorkspaceUri, limits: Limits, summary: Summary
+    root_fd: int,
+    workspace: WorkspaceUri,
+    limits: Limits,
+    summary: Summary,
+    progress: Progress | None = None,
 ) -> Iterator[Draft]:
     """The notes a folder describes; everything refused is recorded in ``summary``."""
     for item in walk(root_fd, limits):
         if isinstance(item, Refusal):
             summary.refuse(item.path, item.reason)
+            if progress is not None:
+                progress.advance(0)
             continue
         summary.bytes_read += len(item.data)
+        if progress is not None:
+            progress.advance(len(item.data))
         draft = _draft(item, workspace, summary)
         if draft is not None:
             yield draft
@@ -64,10 +72,10 @@ def import_folder(
     """Import in batches of write transactions (rolled back on a dry run)."""
     summary = Summary()
     batch: list[Draft] = []
-    for draft in drafts(root_fd, workspace, options.limits, summary):
+    if progress is not None:
+        progress.start(count_notes(root_fd, options.limits))
+    for draft in drafts(root_fd, workspace, options.limits, summary, progress):
         batch.append(draft)
-        if progress is not None:
-            progress(len(draft.body))
         if len(batch) >= BATCH:
             _apply(engine, batch, workspace.uri, options, summary)
             batch = []
@@ -91,24 +99,52 @@ def _apply(
 
     try:
         with write_tx(engine) as conn:
+            known = Known.load(conn, workspace, [draft.path for draft in batch])
             for draft in batch:
-                apply_draft(conn, workspace, draft, options.policy, summary)
+                apply_draft(conn, workspace, draft, options.policy, summary, known)
             if options.dry_run:
                 raise _DryRun
     except _DryRun:
         pass
 
 
-def apply_draft(
-    conn: Connection, workspace: str, draft: Draft, policy: str, summary: Summary
-) -> NoteRecord | None:
-    """One file against the store: new, unchanged, or a conflict settled by ``policy``."""
-    from notes_server.store import folders, notes
+@dataclass(frozen=True, slots=True)
+class Known:
+    """The notes (and their kept front matter) at a batch's paths, read in two queries."""
 
-    existing = notes.get_note_by_path(conn, workspace, draft.path)
+    notes: dict[str, NoteRecord]
+    extras: dict[str, str]
+
+    @classmethod
+    def load(cls, conn: Connection, workspace: str, paths: list[str]) -> Known:
+        from notes_server.store import folders
+
+        found = folders.notes_at(conn, workspace, paths)
+        return cls(found, folders.extras(conn, [note.id for note in found.values()]))
+
+
+def apply_draft(
+    conn: Connection,
+    workspace: str,
+    draft: Draft,
+    policy: str,
+    summary: Summary,
+    known: Known | None = None,
+) -> NoteRecord | None:
+    """One file against the store: new, unchanged, or a conflict settled by ``policy``;
+    ``known`` holds what is already at the draft's path, else it is looked up."""
+    from notes_server.store import folders
+
+    if known is None:
+        known = Known.load(conn, workspace, [draft.path])
+    existing = known.notes.get(draft.path)
     if existing is None:
         return _insert(conn, workspace, draft, draft.path, summary)
-    if _same(conn, existing, draft):
+    if (existing.title, existing.body, known.extras.get(existing.id, "")) == (
+        draft.title,
+        draft.body,
+        draft.extra,
+    ):
         summary.count("unchanged")
         return existing
     if policy == "overwrite" and not existing.archived:
@@ -147,7 +183,7 @@ def _insert(
         created=draft.created,
         updated=draft.updated,
     )
-    folders.set_extra(conn, note.id, draft.extra)
+    folders.set_extra(conn, note.id, draft.extra, new=True)
     summary.count("imported")
     return note
 

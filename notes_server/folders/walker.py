@@ -242,3 +242,40 @@ def _open_reason(exc: OSError) -> str:
     if exc.errno == errno.ENOTDIR:
         return "not a directory any more"
     return f"cannot open: {exc.strerror}"
+
+
+def count_notes(root_fd: int, limits: Limits = Limits()) -> int:
+    """How many note files a walk would visit, without reading any (for a progress total).
+    The same descriptor-relative, no-follow descent as ``walk``; errors count nothing."""
+    return _count_dir(root_fd, 0, limits)
+
+
+def _count_dir(dir_fd: int, depth: int, limits: Limits) -> int:
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return 0
+    total = 0
+    for name in names:
+        if name.startswith("."):
+            continue
+        try:
+            mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) and name.lower().endswith(NOTE_SUFFIXES):
+            total += 1
+        elif stat.S_ISDIR(mode) and depth < limits.max_depth:
+            total += _count_subdir(dir_fd, name, depth + 1, limits)
+    return min(total, limits.max_files)
+
+
+def _count_subdir(dir_fd: int, name: str, depth: int, limits: Limits) -> int:
+    try:
+        child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return 0
+    try:
+        return _count_dir(child, depth, limits)
+    finally:
+        os.close(child)

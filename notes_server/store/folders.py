@@ -15,6 +15,10 @@ from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NoteRecord, PathConflict, new_note_id, title_key
 
+# Built once: constructing a Core statement per row cost more than running it.
+_INSERT_NOTE = insert(notes)
+_INSERT_EXTRA = insert(front)
+
 
 def live_notes(conn: Connection, workspace: str) -> list[NoteRecord]:
     """Every live (not archived) note of a workspace, by path."""
@@ -30,6 +34,19 @@ def notes_by_path(conn: Connection, workspace: str) -> dict[str, NoteRecord]:
     """Every note of a workspace (archived too: their paths are taken) keyed by path."""
     rows = conn.execute(select(*COLUMNS).where(notes.c.workspace == workspace))
     return {row[2]: NoteRecord.from_row(row) for row in rows}
+
+
+def notes_at(conn: Connection, workspace: str, paths: Sequence[str]) -> dict[str, NoteRecord]:
+    """The notes (archived too) at any of ``paths``, keyed by path."""
+    found: dict[str, NoteRecord] = {}
+    wanted = list(paths)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            select(*COLUMNS).where(notes.c.workspace == workspace, notes.c.path.in_(chunk))
+        )
+        found.update((row[2], NoteRecord.from_row(row)) for row in rows)
+    return found
 
 
 def insert_imported(
@@ -61,7 +78,7 @@ def insert_imported(
     }
     try:
         with conn.begin_nested():
-            conn.execute(insert(notes).values(**values))
+            conn.execute(_INSERT_NOTE, values)
     except IntegrityError as exc:
         raise PathConflict(path) from exc
     return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
@@ -109,10 +126,12 @@ def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def set_extra(conn: Connection, note_id: str, extra: str) -> None:
-    conn.execute(delete(front).where(front.c.note_id == note_id))
+def set_extra(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
+    """Replace a note's kept front matter (``new``: the note was just inserted, has none)."""
+    if not new:
+        conn.execute(delete(front).where(front.c.note_id == note_id))
     if extra:
-        conn.execute(insert(front).values(note_id=note_id, extra=extra))
+        conn.execute(_INSERT_EXTRA, {"note_id": note_id, "extra": extra})
 
 
 @dataclass(frozen=True, slots=True)
