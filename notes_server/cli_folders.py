@@ -228,3 +228,29 @@ def _watch(
         raise StartupFailure(str(exc)) from None
     except KeyboardInterrupt:
         click.echo("stopped", err=True)
+
+
+@click.command(
+    epilog="Example: notes-server workspace mirror alice file:///home/alice/notes ~/Notes"
+)
+@click.argument("principal")
+@click.argument("workspace_uri")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--db", default=None, metavar="URL", help=DB_HELP)
+def mirror(principal: str, workspace_uri: str, directory: str, db: str | None) -> None:
+    """Configure DIRECTORY as the folder the notes_import tool reads for PRINCIPAL's
+    WORKSPACE_URI (a client can never name a folder itself)."""
+    from notes_server.cli_database import open_database
+    from notes_server.store import folders
+    from notes_server.store.engine import write_tx
+    from notes_server.tools.services import utc_now
+
+    if not principal.strip():
+        raise click.BadParameter("is empty", param_hint="PRINCIPAL")
+    workspace = _workspace(workspace_uri)
+    with _folder(directory, create=False):
+        folder = os.path.realpath(directory)
+    with open_database(db) as engine, write_tx(engine) as conn:
+        created = folders.set_mirror(conn, principal, workspace.uri, folder, utc_now())
+    verb = "mirrored" if created else "updated"
+    click.echo(f"{verb}: notes_import for {principal} on {workspace.uri} reads {folder}")

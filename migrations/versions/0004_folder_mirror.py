@@ -1,4 +1,5 @@
-"""Folder mirrors: front matter kept for export, and per-note sync state for two-way sync.
+"""Folder mirrors: the folder an operator configured per principal and workspace (for the
+notes_import tool), front matter kept for export, and per-note state for two-way sync.
 
 Revision ID: 0004
 Revises: 0003
@@ -19,6 +20,15 @@ TZ = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    op.create_table(
+        "workspace_mirrors",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("principal", sa.String(200), nullable=False),
+        sa.Column("workspace", sa.String(2048), nullable=False),
+        sa.Column("folder", sa.String(4096), nullable=False),
+        sa.Column("created_at", TZ, nullable=False),
+        sa.UniqueConstraint("principal", "workspace", name="uq_mirrors_principal_workspace"),
+    )
     op.create_table(
         "note_front_matter",
         sa.Column("note_id", sa.String(40), primary_key=True),
@@ -42,3 +52,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("folder_sync_state")
     op.drop_table("note_front_matter")
+    op.drop_table("workspace_mirrors")

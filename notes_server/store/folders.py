@@ -12,6 +12,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
+from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NoteRecord, PathConflict, new_note_id, title_key
 
@@ -213,3 +214,27 @@ def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | Non
         return None
     row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
     return None if row is None else NoteRecord.from_row(row)
+
+
+def set_mirror(
+    conn: Connection, principal: str, workspace: str, folder: str, now: datetime
+) -> bool:
+    """Configure (or replace) the folder of a principal's workspace; True if it was new."""
+    where = (mirrors.c.principal == principal, mirrors.c.workspace == workspace)
+    result = conn.execute(update(mirrors).where(*where).values(folder=folder, created_at=now))
+    if result.rowcount == 1:
+        return False
+    conn.execute(
+        insert(mirrors).values(
+            principal=principal, workspace=workspace, folder=folder, created_at=now
+        )
+    )
+    return True
+
+
+def mirror_folder(conn: Connection, principal: str, workspace: str) -> str | None:
+    return conn.execute(
+        select(mirrors.c.folder).where(
+            mirrors.c.principal == principal, mirrors.c.workspace == workspace
+        )
+    ).scalar_one_or_none()

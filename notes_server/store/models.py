@@ -106,6 +106,19 @@ tokens_table = Table(
 
 FTS_TABLE = "notes_fts"
 
+# The folder an operator configured for a principal's workspace: the only folder the
+# notes_import tool reads (a client can never name one).
+mirrors_table = Table(
+    "workspace_mirrors",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("principal", String(200), nullable=False),
+    Column("workspace", String(2048), nullable=False),
+    Column("folder", String(4096), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    UniqueConstraint("principal", "workspace", name="uq_mirrors_principal_workspace"),
+)
+
 # Front matter lines an imported file carried beyond id/title/created/updated: kept verbatim
 # and written back on export. No foreign key, like the audit log: a note's row stays the truth.
 front_matter_table = Table(

@@ -14,6 +14,7 @@ from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
+from notes_server.tools.folder_import import ImportFolder
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
 from notes_server.tools.search import SearchNotes
@@ -29,6 +30,7 @@ SHIPPED: tuple[type[Tool], ...] = (
     DeleteNote,
     ArchiveNote,
     RestoreNote,
+    ImportFolder,
 )
 
 
