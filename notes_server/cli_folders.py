@@ -24,6 +24,14 @@ DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite fil
 
 
 def _common(func: Any) -> Any:
+    func = click.option(
+        "--sandbox",
+        type=click.Choice(["auto", "require", "off"]),
+        default="auto",
+        show_default=True,
+        help="Confine with Landlock and seccomp: writes only to the database and (export, "
+        "sync) beneath DIRECTORY. `require` refuses to run without it.",
+    )(func)
     func = click.option("--db", default=None, metavar="URL", help=DB_HELP)(func)
     func = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")(func)
     return click.option(
@@ -97,6 +105,22 @@ def _progress(label: str, as_json: bool) -> Iterator[Progress | None]:
         yield _Bar(label, stack)
 
 
+def _confine(mode: str, db: str | None, writable: tuple[str, ...]) -> None:
+    """Confine this process once the folder and the database are open: the kernel then
+    refuses any write but the database's and (export, sync) those beneath the folder."""
+    from pathlib import Path
+
+    from notes_server.config import build_settings
+    from notes_server.security.sandbox import SandboxUnavailable, confine, policy_for_folder
+
+    settings = build_settings(db=db)
+    folders = tuple(Path(os.path.realpath(path)) for path in writable)
+    try:
+        confine(mode, policy_for_folder(settings.sqlite_path, folders))
+    except SandboxUnavailable as exc:
+        raise StartupFailure(f"--sandbox require: {exc}") from None
+
+
 def _report(summary: Summary, as_json: bool, *, dry_run: bool = False) -> None:
     if as_json:
         click.echo(json.dumps(summary.as_json(dry_run=dry_run), ensure_ascii=False))
@@ -126,6 +150,7 @@ def import_(
     as_json: bool,
     dry_run: bool,
     on_conflict: str,
+    sandbox: str,
 ) -> None:
     """Import *.md, *.markdown and *.txt under DIRECTORY as notes (idempotent)."""
     from notes_server.cli_database import open_database
@@ -138,6 +163,7 @@ def import_(
         open_database(db) as engine,
         _progress("importing", as_json) as progress,
     ):
+        _confine(sandbox, db, ())
         summary = import_folder(engine, fd, workspace, options, progress)
     _report(summary, as_json, dry_run=dry_run)
 
@@ -145,7 +171,7 @@ def import_(
 @click.command(epilog="Example: notes-server export --workspace file:///home/alice/notes ~/Notes")
 @click.argument("directory", type=click.Path(file_okay=False))
 @_common
-def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) -> None:
+def export(directory: str, workspace_uri: str, db: str | None, as_json: bool, sandbox: str) -> None:
     """Write every live note of the workspace under DIRECTORY, one file each, atomically."""
     from notes_server.cli_database import open_database
     from notes_server.folders.exporter import export_workspace
@@ -156,6 +182,7 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool) ->
         open_database(db) as engine,
         _progress("exporting", as_json) as progress,
     ):
+        _confine(sandbox, db, (directory,))
         summary = export_workspace(engine, fd, workspace, progress)
     _report(summary, as_json)
 
@@ -180,6 +207,7 @@ def sync(
     watch: bool,
     interval: float,
     poll: bool,
+    sandbox: str,
 ) -> None:
     """Two-way sync between the workspace and DIRECTORY; both-sides edits keep both copies."""
     from notes_server.cli_database import open_database
@@ -189,6 +217,7 @@ def sync(
     workspace = _workspace(workspace_uri)
     with _folder(directory, create=True) as fd, open_database(db) as engine:
         folder = os.path.realpath(directory)
+        _confine(sandbox, db, (directory,))
         if not watch:
             _report(sync_folder(engine, fd, workspace, folder, utc_now()), as_json)
             return

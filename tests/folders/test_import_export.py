@@ -30,7 +30,9 @@ def run(tmp_path: Path, db: Path) -> Run:
     assert runner.invoke(main, ["migrate"], env=env).exit_code == 0
 
     def _run(*args: str) -> Result:
-        return runner.invoke(main, list(args), env=env)
+        # In-process: confining would confine pytest itself (the sandbox is tested in
+        # test_folder_sandbox.py, in processes of its own).
+        return runner.invoke(main, [*args, "--sandbox", "off"], env=env)
 
     return _run
 

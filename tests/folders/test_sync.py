@@ -39,7 +39,9 @@ def sync(tmp_path: Path, db: Path, vault: Path) -> Sync:
     assert runner.invoke(main, ["migrate"], env=env).exit_code == 0
 
     def _sync() -> dict[str, Any]:
-        result = runner.invoke(main, ["sync", "--workspace", WS, str(vault), "--json"], env=env)
+        result = runner.invoke(
+            main, ["sync", "--workspace", WS, str(vault), "--json", "--sandbox", "off"], env=env
+        )
         assert result.exit_code == 0, result.output
         return dict(json.loads(result.output))
 
@@ -207,7 +209,12 @@ def test_new_files_and_new_notes_cross_over(
     other = tmp_path / "other"
     other.mkdir()
     (other / "from-import.md").write_text("imported elsewhere\n", "utf-8")
-    assert runner.invoke(main, ["import", str(other), "--workspace", WS], env=env).exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["import", str(other), "--workspace", WS, "--sandbox", "off"], env=env
+        ).exit_code
+        == 0
+    )
 
     summary = synced()
 
