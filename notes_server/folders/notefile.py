@@ -41,6 +41,7 @@ def read_draft(file: NoteFile) -> Draft:
         text = file.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotAnote(f"not UTF-8 text (byte {exc.start})") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write
     try:
         parsed = frontmatter.split(text)
         mtime = datetime.fromtimestamp(file.mtime, UTC).replace(tzinfo=None)

@@ -273,3 +273,11 @@ def test_a_folder_that_is_a_symlink_or_missing_is_one_line_and_exit_2(
     assert linked.output.endswith("alias: is a symlink; name the real directory\n")
     assert missing.output.endswith("missing: no such directory\n")
     assert "not an acceptable workspace URI (dot segment not allowed)" in bad_uri.output
+
+
+def test_a_byte_order_mark_does_not_hide_the_front_matter(run: Run, vault: Path, db: Path) -> None:
+    (vault / "bom.md").write_bytes("\ufeff---\ntitle: With BOM\n---\nbody\n".encode())
+
+    import_json(run, vault)
+
+    assert [(r[2], r[3]) for r in rows(db)] == [("With BOM", "body\n")]
