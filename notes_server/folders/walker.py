@@ -34,6 +34,7 @@ class Limits:
     max_file_bytes: int = 1_000_000
     max_files: int = 100_000
     max_depth: int = 32
+    max_total_bytes: int = 512_000_000  # sync holds a whole folder's notes in memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,7 @@ def check_name(parent: tuple[str, ...], name: str) -> tuple[str, ...]:
 def walk(root_fd: int, limits: Limits = Limits()) -> Iterator[NoteFile | Refusal]:
     """Every note file under ``root_fd`` (sorted, depth first), and a Refusal for anything
     that was not read. Hidden names (a leading dot) and other suffixes are passed over."""
-    counter = [0]
+    counter = [0, 0]  # files seen, bytes read
     yield from _walk_dir(root_fd, (), limits, counter)
 
 
@@ -142,7 +143,13 @@ def _visit(
     if counter[0] > limits.max_files:
         yield Refusal(shown(path), f"over the limit of {limits.max_files} files")
         return
-    yield read_checked(dir_fd, name, path, before, limits.max_file_bytes)
+    room = min(limits.max_file_bytes, limits.max_total_bytes - counter[1])
+    item = read_checked(dir_fd, name, path, before, room)
+    if isinstance(item, Refusal) and room < limits.max_file_bytes and "larger than" in item.reason:
+        item = Refusal(item.path, f"over the limit of {limits.max_total_bytes} bytes in all")
+    elif isinstance(item, NoteFile):
+        counter[1] += len(item.data)
+    yield item
 
 
 def kind_problem(mode: int) -> str | None:

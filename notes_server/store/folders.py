@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
@@ -168,32 +168,33 @@ def load_sync(conn: Connection, workspace: str, folder: str) -> dict[str, SyncRe
     return {row[0]: SyncRecord.from_row(row) for row in rows}
 
 
+_FORGET_SYNC = delete(sync_state).where(
+    sync_state.c.workspace == bindparam("ws"),
+    sync_state.c.folder == bindparam("folder"),
+    sync_state.c.note_id == bindparam("note"),
+)
+_INSERT_SYNC = insert(sync_state)
+
+
 def save_sync(
     conn: Connection, workspace: str, folder: str, record: SyncRecord, now: datetime
 ) -> None:
     forget_sync(conn, workspace, folder, record.note_id)
-    conn.execute(
-        insert(sync_state).values(
-            workspace=workspace,
-            folder=folder,
-            note_id=record.note_id,
-            path=record.path,
-            db_version=record.db_version,
-            db_hash=record.db_hash,
-            file_hash=record.file_hash,
-            synced_at=now,
-        )
-    )
+    values = {
+        "workspace": workspace,
+        "folder": folder,
+        "note_id": record.note_id,
+        "path": record.path,
+        "db_version": record.db_version,
+        "db_hash": record.db_hash,
+        "file_hash": record.file_hash,
+        "synced_at": now,
+    }
+    conn.execute(_INSERT_SYNC, values)
 
 
 def forget_sync(conn: Connection, workspace: str, folder: str, note_id: str) -> None:
-    conn.execute(
-        delete(sync_state).where(
-            sync_state.c.workspace == workspace,
-            sync_state.c.folder == folder,
-            sync_state.c.note_id == note_id,
-        )
-    )
+    conn.execute(_FORGET_SYNC, {"ws": workspace, "folder": folder, "note": note_id})
 
 
 def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | None:

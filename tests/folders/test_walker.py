@@ -152,3 +152,15 @@ def test_the_root_itself_may_not_be_a_symlink_or_missing(root: Path) -> None:
         open_root(str(root.parent / "missing"))
     with pytest.raises(FolderError, match="not a directory"):
         open_root(str(root.parent / "secret.md"))
+
+
+def test_the_total_bytes_read_are_bounded(root: Path) -> None:
+    for n in range(4):
+        (root / f"{n}.md").write_bytes(b"x" * 400)
+    limits = Limits(max_total_bytes=1000)
+
+    assert list(files(root, limits)) == ["0.md", "1.md"]
+    assert refusals(root, limits) == {
+        "2.md": "over the limit of 1000 bytes in all",
+        "3.md": "over the limit of 1000 bytes in all",
+    }
