@@ -178,6 +178,7 @@ def _warm_up(services: Any) -> None:
         logging.getLogger("notes_server").exception("database warm-up failed")
 
 
+from notes_server import cli_folders  # noqa: E402
 from notes_server.cli_audit import audit  # noqa: E402
 from notes_server.cli_call import call  # noqa: E402
 from notes_server.cli_host_config import host_config  # noqa: E402
@@ -189,3 +190,7 @@ main.add_command(token)
 main.add_command(call)
 main.add_command(audit)
 main.add_command(host_config)
+main.add_command(cli_folders.import_)
+main.add_command(cli_folders.export)
+main.add_command(cli_folders.sync)
+workspace.add_command(cli_folders.mirror)

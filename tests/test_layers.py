@@ -1,5 +1,6 @@
 """The dependency direction is a tested contract: cli -> app -> transports -> protocol -> tools
--> (security | store) -> neutral modules, and no import cycles anywhere in `notes_server`.
+-> folders -> (security | store) -> neutral modules, and no import cycles anywhere in
+`notes_server`.
 
 Every import statement counts, lazy ones inside functions and typing-only ones included: each
 says that one module needs another.
@@ -26,11 +27,12 @@ EDGE = {
     "extensions": "tools",
 }
 RANKS = {
-    "cli": 6,
-    "app": 5,
-    "transports": 4,
-    "protocol": 3,
-    "tools": 2,
+    "cli": 7,
+    "app": 6,
+    "transports": 5,
+    "protocol": 4,
+    "tools": 3,
+    "folders": 2,
     "security": 1,
     "store": 1,
     "neutral": 0,

@@ -5,7 +5,7 @@ session opened on one worker is used on another, and the answer to an elicitatio
 POSTed to a worker other than the one holding the SSE stream.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-30
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -58,6 +58,12 @@ _WRITE_V1 = (
 )
 # The only rights a rule on a regular file (not a directory) may grant that we handle.
 _FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE
+# Beneath a mirrored folder: write, create and remove regular files and folders, and rename
+# within a directory (atomic replace); no devices, FIFOs, sockets, symlinks, or renames across
+# directories (REFER).
+_FOLDER_RIGHTS = (
+    FS_WRITE_FILE | FS_TRUNCATE | FS_MAKE_REG | FS_MAKE_DIR | FS_REMOVE_FILE | FS_REMOVE_DIR
+)
 
 
 class LandlockError(RuntimeError):
@@ -116,9 +122,16 @@ def _ruleset_attr(abi: int, *, deny_bind: bool, deny_connect: bool) -> tuple[_Ru
     return attr, ctypes.sizeof(ctypes.c_uint64)
 
 
-def restrict(writable_files: Iterable[Path], *, deny_bind: bool, deny_connect: bool) -> int:
+def restrict(
+    writable_files: Iterable[Path],
+    *,
+    deny_bind: bool,
+    deny_connect: bool,
+    writable_folders: Iterable[Path] = (),
+) -> int:
     """Confine this thread (and threads and children it creates later): writes only to
-    `writable_files`, no file creation or removal anywhere; returns the ABI used."""
+    `writable_files` and beneath `writable_folders` (where files and folders may also be
+    created, removed and renamed in place), nothing elsewhere; returns the ABI used."""
     abi = abi_version()
     if abi < 1:
         raise LandlockError("Landlock is not available on this kernel")
@@ -130,6 +143,8 @@ def restrict(writable_files: Iterable[Path], *, deny_bind: bool, deny_connect: b
     try:
         for path in writable_files:
             _allow_file(libc, ruleset, path, _FILE_RIGHTS & attr.handled_access_fs)
+        for path in writable_folders:
+            _allow_file(libc, ruleset, path, _FOLDER_RIGHTS & attr.handled_access_fs)
         no_new_privs(libc)
         if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
             raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
@@ -145,7 +160,8 @@ def no_new_privs(libc: ctypes.CDLL) -> None:
 
 
 def _allow_file(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
-    """Grant `rights` on one existing regular file (a symlink's target: what SQLite opens)."""
+    """Grant `rights` on one existing regular file (a symlink's target: what SQLite opens) or
+    beneath one existing directory."""
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         rule = _PathBeneathAttr(rights, fd)

@@ -23,7 +23,14 @@ from pathlib import Path
 from notes_server.security import landlock, seccomp
 from notes_server.security.landlock import abi_version
 
-__all__ = ["Policy", "SandboxUnavailable", "abi_version", "confine", "policy_for"]
+__all__ = [
+    "Policy",
+    "SandboxUnavailable",
+    "abi_version",
+    "confine",
+    "policy_for",
+    "policy_for_folder",
+]
 
 # A connection opened before confinement and kept until exit (see `_hold_open`).
 _KEPT: list[sqlite3.Connection] = []
@@ -41,6 +48,7 @@ class Policy:
     tcp_bind: bool
     tcp_connect: bool
     sockets: bool  # may create sockets at all (socket(2))
+    folders: tuple[Path, ...] = ()  # mirrored folders it may write beneath (export, sync)
 
 
 def policy_for(database: Path | None, *, transport: str) -> Policy:
@@ -51,6 +59,14 @@ def policy_for(database: Path | None, *, transport: str) -> Policy:
     if transport == "http":
         return Policy(database, tcp_bind=True, tcp_connect=False, sockets=True)
     return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False)
+
+
+def policy_for_folder(database: Path | None, folders: tuple[Path, ...]) -> Policy:
+    """An import, export or sync: its database and, for export and sync, the mirrored folder;
+    no listening ever, and no network at all on embedded SQLite."""
+    if database is None:
+        return Policy(None, tcp_bind=False, tcp_connect=True, sockets=True, folders=folders)
+    return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False, folders=folders)
 
 
 def thread_count() -> int:
@@ -79,7 +95,10 @@ def confine(mode: str, policy: Policy) -> str:
     try:
         files = _hold_open(policy.database) if policy.database is not None else []
         abi = landlock.restrict(
-            files, deny_bind=not policy.tcp_bind, deny_connect=not policy.tcp_connect
+            files,
+            deny_bind=not policy.tcp_bind,
+            deny_connect=not policy.tcp_connect,
+            writable_folders=policy.folders,
         )
     except landlock.LandlockError as exc:
         if mode == "require":

@@ -138,3 +138,42 @@ http_questions_table = Table(
     Column("expires_at", TZ, nullable=False),
     Index("ix_legacy_questions_expires", "expires_at"),
 )
+
+# The folder an operator configured for a principal's workspace: the only folder the
+# notes_import tool reads (a client can never name one).
+mirrors_table = Table(
+    "workspace_mirrors",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("principal", String(200), nullable=False),
+    Column("workspace", String(2048), nullable=False),
+    Column("folder", String(4096), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    UniqueConstraint("principal", "workspace", name="uq_mirrors_principal_workspace"),
+)
+
+# Front matter lines an imported file carried beyond id/title/created/updated: kept verbatim
+# and written back on export. No foreign key, like the audit log: a note's row stays the truth.
+front_matter_table = Table(
+    "note_front_matter",
+    metadata,
+    Column("note_id", String(40), primary_key=True),
+    Column("extra", Text, nullable=False),
+)
+
+# What two-way sync last saw of each note, per (workspace, folder): the note's version and
+# content hash in the database, and the hash of the file it wrote or read.
+folder_sync_table = Table(
+    "folder_sync_state",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workspace", String(2048), nullable=False),
+    Column("folder", String(4096), nullable=False),
+    Column("note_id", String(40), nullable=False),
+    Column("path", String(2048), nullable=False),
+    Column("db_version", Integer, nullable=False),
+    Column("db_hash", String(64), nullable=False),
+    Column("file_hash", String(64), nullable=False),
+    Column("synced_at", TZ, nullable=False),
+    UniqueConstraint("workspace", "folder", "note_id", name="uq_folder_sync_note"),
+)

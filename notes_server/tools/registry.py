@@ -17,6 +17,7 @@ from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
+from notes_server.tools.folder_import import ImportFolder
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
 from notes_server.tools.resources import NoteResources
@@ -33,6 +34,7 @@ SHIPPED: tuple[type[Tool], ...] = (
     DeleteNote,
     ArchiveNote,
     RestoreNote,
+    ImportFolder,
 )
 
 

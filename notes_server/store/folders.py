@@ -1,0 +1,241 @@
+"""Folder mirror persistence: notes written with the file's own timestamps, kept front matter,
+and the per-note state two-way sync compares against. Callers own the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
+
+from notes_server.store.models import folder_sync_table as sync_state
+from notes_server.store.models import front_matter_table as front
+from notes_server.store.models import mirrors_table as mirrors
+from notes_server.store.models import notes_table as notes
+from notes_server.store.notes import COLUMNS, NoteRecord, PathConflict, new_note_id, title_key
+
+# Built once: constructing a Core statement per row cost more than running it.
+_INSERT_NOTE = insert(notes)
+_INSERT_EXTRA = insert(front)
+
+
+def live_notes(conn: Connection, workspace: str) -> list[NoteRecord]:
+    """Every live (not archived) note of a workspace, by path."""
+    rows = conn.execute(
+        select(*COLUMNS)
+        .where(notes.c.workspace == workspace, notes.c.archived.is_(False))
+        .order_by(notes.c.path)
+    )
+    return [NoteRecord.from_row(row) for row in rows]
+
+
+def notes_by_path(conn: Connection, workspace: str) -> dict[str, NoteRecord]:
+    """Every note of a workspace (archived too: their paths are taken) keyed by path."""
+    rows = conn.execute(select(*COLUMNS).where(notes.c.workspace == workspace))
+    return {row[2]: NoteRecord.from_row(row) for row in rows}
+
+
+def notes_at(conn: Connection, workspace: str, paths: Sequence[str]) -> dict[str, NoteRecord]:
+    """The notes (archived too) at any of ``paths``, keyed by path."""
+    found: dict[str, NoteRecord] = {}
+    wanted = list(paths)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            select(*COLUMNS).where(notes.c.workspace == workspace, notes.c.path.in_(chunk))
+        )
+        found.update((row[2], NoteRecord.from_row(row)) for row in rows)
+    return found
+
+
+def insert_imported(
+    conn: Connection,
+    *,
+    workspace: str,
+    path: str,
+    title: str,
+    body: str,
+    created: datetime,
+    updated: datetime,
+) -> NoteRecord:
+    """A new note with the file's timestamps; PathConflict if the path is taken."""
+    from sqlalchemy.exc import IntegrityError
+
+    note_id = new_note_id()
+    values = {
+        "id": note_id,
+        "workspace": workspace,
+        "path": path,
+        "title": title,
+        "title_key": title_key(title),
+        "body": body,
+        "created_at": created,
+        "updated_at": updated,
+        "version": 1,
+        "archived": False,
+        "archived_at": None,
+    }
+    try:
+        with conn.begin_nested():
+            conn.execute(_INSERT_NOTE, values)
+    except IntegrityError as exc:
+        raise PathConflict(path) from exc
+    return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+
+
+def replace_content(
+    conn: Connection, note: NoteRecord, *, title: str, body: str, updated: datetime
+) -> NoteRecord | None:
+    """Optimistic: new title and body if the row still has ``note.version`` (else None)."""
+    result = conn.execute(
+        update(notes)
+        .where(notes.c.id == note.id, notes.c.version == note.version)
+        .values(
+            title=title,
+            title_key=title_key(title),
+            body=body,
+            updated_at=updated,
+            version=note.version + 1,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
+    return None if row is None else NoteRecord.from_row(row)
+
+
+def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
+    result = conn.execute(
+        delete(notes).where(notes.c.id == note.id, notes.c.version == note.version)
+    )
+    if result.rowcount == 1:
+        conn.execute(delete(front).where(front.c.note_id == note.id))
+        return True
+    return False
+
+
+def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:
+    """Kept front matter lines by note id (notes without any are absent)."""
+    found: dict[str, str] = {}
+    ids = list(note_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for row in conn.execute(select(front).where(front.c.note_id.in_(chunk))):
+            found[row[0]] = row[1]
+    return found
+
+
+def set_extra(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
+    """Replace a note's kept front matter (``new``: the note was just inserted, has none)."""
+    if not new:
+        conn.execute(delete(front).where(front.c.note_id == note_id))
+    if extra:
+        conn.execute(_INSERT_EXTRA, {"note_id": note_id, "extra": extra})
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRecord:
+    """What the last sync saw of one note on both sides."""
+
+    note_id: str
+    path: str
+    db_version: int
+    db_hash: str
+    file_hash: str
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> SyncRecord:
+        return cls(row[0], row[1], row[2], row[3], row[4])
+
+
+_SYNC_COLUMNS = (
+    sync_state.c.note_id,
+    sync_state.c.path,
+    sync_state.c.db_version,
+    sync_state.c.db_hash,
+    sync_state.c.file_hash,
+)
+
+
+def load_sync(conn: Connection, workspace: str, folder: str) -> dict[str, SyncRecord]:
+    rows = conn.execute(
+        select(*_SYNC_COLUMNS).where(
+            sync_state.c.workspace == workspace, sync_state.c.folder == folder
+        )
+    )
+    return {row[0]: SyncRecord.from_row(row) for row in rows}
+
+
+_FORGET_SYNC = delete(sync_state).where(
+    sync_state.c.workspace == bindparam("ws"),
+    sync_state.c.folder == bindparam("folder"),
+    sync_state.c.note_id == bindparam("note"),
+)
+_INSERT_SYNC = insert(sync_state)
+
+
+def save_sync(
+    conn: Connection, workspace: str, folder: str, record: SyncRecord, now: datetime
+) -> None:
+    forget_sync(conn, workspace, folder, record.note_id)
+    values = {
+        "workspace": workspace,
+        "folder": folder,
+        "note_id": record.note_id,
+        "path": record.path,
+        "db_version": record.db_version,
+        "db_hash": record.db_hash,
+        "file_hash": record.file_hash,
+        "synced_at": now,
+    }
+    conn.execute(_INSERT_SYNC, values)
+
+
+def forget_sync(conn: Connection, workspace: str, folder: str, note_id: str) -> None:
+    conn.execute(_FORGET_SYNC, {"ws": workspace, "folder": folder, "note": note_id})
+
+
+def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | None:
+    """Optimistic rename of a note's path (a file renamed on disk); None if it changed or the
+    path is taken."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with conn.begin_nested():
+            result = conn.execute(
+                update(notes)
+                .where(notes.c.id == note.id, notes.c.version == note.version)
+                .values(path=path, version=note.version + 1)
+            )
+    except IntegrityError:
+        return None
+    if result.rowcount != 1:
+        return None
+    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
+    return None if row is None else NoteRecord.from_row(row)
+
+
+def set_mirror(
+    conn: Connection, principal: str, workspace: str, folder: str, now: datetime
+) -> bool:
+    """Configure (or replace) the folder of a principal's workspace; True if it was new."""
+    where = (mirrors.c.principal == principal, mirrors.c.workspace == workspace)
+    result = conn.execute(update(mirrors).where(*where).values(folder=folder, created_at=now))
+    if result.rowcount == 1:
+        return False
+    conn.execute(
+        insert(mirrors).values(
+            principal=principal, workspace=workspace, folder=folder, created_at=now
+        )
+    )
+    return True
+
+
+def mirror_folder(conn: Connection, principal: str, workspace: str) -> str | None:
+    return conn.execute(
+        select(mirrors.c.folder).where(
+            mirrors.c.principal == principal, mirrors.c.workspace == workspace
+        )
+    ).scalar_one_or_none()
