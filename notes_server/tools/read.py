@@ -16,6 +16,7 @@ class ReadNote(Tool):
     input_schema = NOTE_BY_ID_INPUT
     output_schema = NOTE_OUTPUT
     tool_annotations = tool_hints("Read note", read_only=True, idempotent=True)
+    quick = True  # one note by primary key in one read transaction
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         from notes_server.store.engine import read_tx

@@ -51,6 +51,39 @@ class _HeadDeadline:
             self.transport.close()
 
 
+class _CorkedWrites:
+    """A response's head and body in one `write`: uvicorn writes them separately, which costs
+    a second system call and a second TCP segment per response. The head waits for the body,
+    at most until the event loop's next turn (a body that comes later is never held up)."""
+
+    __slots__ = ("held", "loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self.loop = loop
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is None:
+            self.held = data
+            self.loop.call_soon(self.flush)
+            return
+        self.transport.write(self.held + data)
+        self.held = None
+
+    def flush(self) -> None:
+        if self.held is not None:
+            data, self.held = self.held, None
+            self.transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 def protocol_name() -> str:
     """The uvicorn `http=` protocol to run: httptools when it is installed, else h11."""
     try:
@@ -80,6 +113,7 @@ else:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            self._corked = _CorkedWrites(transport, self.loop)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
@@ -105,6 +139,16 @@ else:
             self._head_bytes = 0
             self._disarm()
             super().on_headers_complete()
+            if self.cycle is not None:
+                self.cycle.transport = self._corked  # type: ignore[assignment]
+
+        def send_400_response(self, msg: str) -> None:
+            self._corked.flush()  # whatever an earlier response still holds goes first
+            super().send_400_response(msg)
+
+        def shutdown(self) -> None:
+            self._corked.flush()
+            super().shutdown()
 
 
 try:
