@@ -89,14 +89,14 @@ class McpServer:
 
     def runs_quickly(self, method: str, name: str | None) -> bool:
         """Whether a request for `method` (and tool `name`) is known to be cheap and bounded:
-        a static result, or a tool marked `quick`. A transport may then skip its worker
+        a static result, or a tool whose `is_quick()` says so. A transport may then skip its worker
         thread; the caller must make sure the message really is that request."""
         if method in STATIC_METHODS:
             return True
         if method != "tools/call" or name is None:
             return False
         tool = self.registry.get(name)
-        return tool is not None and tool.quick
+        return tool is not None and tool.is_quick()
 
     def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
         """Decode, dispatch and encode one message; None for notifications."""
