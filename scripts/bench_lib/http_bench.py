@@ -187,7 +187,7 @@ def _rows(
         results.row(
             Row(
                 SECTION,
-                f"{label}: floor (minimal ASGI app, same stack): rate",
+                f"{label}: rate, floor (ours columns) vs notes-server (peer columns)",
                 "req/s",
                 True,
                 rps[FLOOR],
@@ -197,7 +197,7 @@ def _rows(
         results.row(
             Row(
                 SECTION,
-                f"{label}: floor: server CPU per request",
+                f"{label}: server CPU per request, floor vs notes-server",
                 "µs",
                 False,
                 cpu[FLOOR],

@@ -49,12 +49,14 @@ def write_plot(results: Results, path: Path) -> bool:
     except ImportError:
         return False
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    clients = [p[0] for p in next(iter(curve.values()))]
     for impl, points in curve.items():
         xs = [p[0] for p in points]
         left.plot(xs, [p[1] for p in points], marker="o", label=LABELS[impl])
         right.plot(xs, [p[2] for p in points], marker="o", label=LABELS[impl])
     for ax, title in ((left, "requests/s (higher is better)"), (right, "p99 ms (lower is better)")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(clients, [str(c) for c in clients])
         ax.set_xlabel("lock-step clients")
         ax.set_title(title, fontsize=9)
         ax.grid(True, alpha=0.3)
