@@ -8,8 +8,9 @@ have their own bounds (`http_limits`, `http_threads`).
 
 The server runs uvicorn's `httptools` protocol (the C parser: about a tenth of the CPU of the
 pure-Python `h11` one per request). uvicorn gives it no head size limit, so one is added here
-(MAX_HEAD_BYTES, h11's own default: 400 and close past it). Where `httptools` cannot be imported,
-the `h11` protocol gets the same deadline (h11 bounds the head size itself).
+(MAX_HEAD_BYTES, h11's own default: 400 and close past it), and a response's head and body
+leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11` protocol
+gets the same deadline (h11 bounds the head size itself).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class _CorkedWrites:
     def flush(self) -> None:
         if self.held is not None:
             data, self.held = self.held, None
-            self.transport.write(data)
+            if not self.transport.is_closing():  # the peer is gone: nothing to deliver
+                self.transport.write(data)
 
     def close(self) -> None:
         self.flush()
