@@ -45,6 +45,10 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+# Answered from results built once, without the database.
+STATIC_METHODS = frozenset({"server/discover", "tools/list"})
+
+
 def internal_error(exc: Exception, during: str) -> dict[str, Any]:
     """The -32603 for an unexpected exception: a database fault names its cause (and is logged
     in one line, since it is the environment, not a bug); anything else is logged in full."""
@@ -111,6 +115,17 @@ class McpServer:
                 del self._variants[next(iter(self._variants))]
             self._variants[(key, variant)] = cached
         return cached
+
+    def runs_quickly(self, method: str, name: str | None) -> bool:
+        """Whether a request for `method` (and tool `name`) is known to be cheap and bounded:
+        a static result, or a tool whose `is_quick()` says so. A transport may then skip its worker
+        thread; the caller must make sure the message really is that request."""
+        if method in STATIC_METHODS:
+            return True
+        if method != "tools/call" or name is None:
+            return False
+        tool = self.registry.get(name)
+        return tool is not None and tool.is_quick()
 
     def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
         """Decode, dispatch and encode one message; None for notifications."""

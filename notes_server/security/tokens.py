@@ -14,6 +14,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -37,7 +38,18 @@ class StoredToken(Protocol):
     def principal(self) -> str: ...
 
     @property
+    def expires_at(self) -> datetime | None: ...
+
+    @property
     def last_used_at(self) -> datetime | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """An accepted token: who it acts as, and until when (None: no expiry)."""
+
+    principal: str
+    expires_at: datetime | None
 
 
 class TokenRecords(Protocol):
@@ -109,6 +121,11 @@ class TokenVerifier:
 
     def principal_for(self, presented: str) -> str | None:
         """The principal of an active token, or None (unknown, revoked or expired)."""
+        verified = self.verify(presented)
+        return None if verified is None else verified.principal
+
+    def verify(self, presented: str) -> Verified | None:
+        """An active token's principal and expiry, or None (unknown, revoked or expired)."""
         if not looks_like_token(presented):
             return None
         now = self.clock()
@@ -121,7 +138,7 @@ class TokenVerifier:
             log.warning("bearer token %d rejected: its principal contains %r", found.id, SEPARATOR)
             return None
         self._record_use(found, now)
-        return found.principal
+        return Verified(found.principal, found.expires_at)
 
     def _record_use(self, token: StoredToken, now: datetime) -> None:
         """Refresh `last_used_at`, best effort: a database that cannot be written (full disk,

@@ -87,6 +87,12 @@ class Tool(ABC):
     def __init__(self, services: Services) -> None:
         self.services = services
 
+    def is_quick(self) -> bool:
+        """True when a call is a bounded local read (one row by key, after the grant check):
+        HTTP then runs it on the event loop, where a worker-thread hand-off would cost more
+        than the work. Never for anything that can wait on a lock, a network or a slow scan."""
+        return False
+
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": self.name,

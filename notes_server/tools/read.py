@@ -17,6 +17,11 @@ class ReadNote(Tool):
     output_schema = NOTE_OUTPUT
     tool_annotations = tool_hints("Read note", read_only=True, idempotent=True)
 
+    def is_quick(self) -> bool:
+        # One note by primary key in one read transaction; on embedded SQLite (WAL) a reader
+        # never waits for writers. A database server is a network round trip: not quick.
+        return self.services.settings.sqlite_path is not None
+
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         from notes_server.store.engine import read_tx
 

@@ -10,7 +10,9 @@ Middleware, outermost first, in the order the checks must happen:
 
 Routes are contributions: `/mcp` and the metadata document (`http_endpoint`) come the same way
 as `extra_routes` from extensions. Blocking work runs in a bounded pool (`http_threads`), so the
-event loop only moves bytes and abandoned calls cannot multiply threads.
+event loop only moves bytes and abandoned calls cannot multiply threads; only requests known
+to be cheap and bounded (static results, tools whose calls are quick) and remembered token checks
+(`security.token_cache`) run on the loop itself, where a hand-off would cost more than the work.
 """
 
 from __future__ import annotations

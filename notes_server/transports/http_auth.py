@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,7 +27,7 @@ from notes_server.transports.http_threads import WorkerThreads
 
 if TYPE_CHECKING:
     from notes_server.security.jwt_auth import JwtVerifier
-    from notes_server.security.tokens import TokenVerifier
+    from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.tools.services import Services
 
 MAX_CREDENTIAL = 8192
@@ -61,9 +61,17 @@ class BearerAuthenticator:
 
     requires_credentials = True
 
-    def __init__(self, tokens: TokenVerifier, jwt: JwtVerifier | None = None) -> None:
+    def __init__(self, tokens: CachedTokenVerifier, jwt: JwtVerifier | None = None) -> None:
         self.tokens = tokens
         self.jwt = jwt
+
+    def remembered_principal(self, authorization: Sequence[str]) -> str | None:
+        """The principal of a stored token accepted since the database last changed, without
+        blocking (the event loop's fast path); None: call `principal_for` in a thread."""
+        credential = bearer_credential(authorization)
+        if credential is None or not credential.startswith(PREFIX):
+            return None
+        return self.tokens.remembered(credential)
 
     def principal_for(self, authorization: Sequence[str]) -> str | None:
         credential = bearer_credential(authorization)
@@ -92,8 +100,10 @@ def build_authenticator(
 ) -> Authenticator:
     if http.auth == "none":
         return FixedPrincipal(settings.principal)
+    from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.security.tokens import TokenVerifier
     from notes_server.store.tokens import SqlTokenRecords
+    from notes_server.transports.http_token_cache import SqliteChangeCounter, no_counter
 
     verifier = None
     if http.jwt_jwks:
@@ -103,7 +113,10 @@ def build_authenticator(
         verifier = JwtVerifier(
             http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks), http.jwt_client_ids
         )
-    return BearerAuthenticator(TokenVerifier(SqlTokenRecords(services.engine)), verifier)
+    path = settings.sqlite_path
+    counter = no_counter if path is None else SqliteChangeCounter(path)
+    tokens = CachedTokenVerifier(TokenVerifier(SqlTokenRecords(services.engine)), counter)
+    return BearerAuthenticator(tokens, verifier)
 
 
 def challenge(base_url: str, *, presented: bool) -> str:
@@ -159,6 +172,10 @@ class AuthMiddleware:
         self.http = http
         self.threads = threads
         self.public_paths = public_paths
+        # Optional: an authenticator that can answer from memory without blocking.
+        self.remembered: Callable[[Sequence[str]], str | None] | None = getattr(
+            auth, "remembered_principal", None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public_paths:
@@ -168,9 +185,11 @@ class AuthMiddleware:
         values = headers.getlist("authorization")
         if not self.auth.requires_credentials:
             principal = self.auth.principal_for(values)
-        else:  # a token lookup reads the database
-            call = functools.partial(self.auth.principal_for, values)
-            principal = await self.threads.run(call, self.http.request_timeout)
+        else:  # unless remembered, a token lookup reads the database: in a worker thread
+            principal = None if self.remembered is None else self.remembered(values)
+            if principal is None:
+                call = functools.partial(self.auth.principal_for, values)
+                principal = await self.threads.run(call, self.http.request_timeout)
         if principal is None:
             url = base_url(headers, scope["scheme"], self.http)
             await json_response(

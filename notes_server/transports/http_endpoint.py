@@ -3,10 +3,12 @@
 By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403) and
 authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
 under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
-pipeline in `http_exchange` in a worker thread. Modern responses are always `application/json`
-and hold nothing per client; a modern request's `Mcp-Session-Id` is ignored. With legacy
-sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered there
-first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without them.
+pipeline in `http_exchange`: in a worker thread, or on the event loop when the standard headers
+name a request the server marks as quick (`McpServer.runs_quickly`). Modern responses are always
+`application/json` and hold nothing per client; a modern request's `Mcp-Session-Id` is ignored.
+With legacy sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered
+there first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without
+them.
 """
 
 from __future__ import annotations
@@ -122,10 +124,22 @@ class McpEndpoint:
                 return answer
         headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
         call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
-        reply = await self.threads.run(call, self.http.request_timeout)
+        if self.quick(headers):
+            reply = call()  # cheaper than a hand-off; a body that differs fails the header check
+        else:
+            reply = await self.threads.run(call, self.http.request_timeout)
         if reply.body is None:
             return Response(status_code=reply.status)
         return Response(reply.body, reply.status, media_type="application/json")
+
+    def quick(self, headers: dict[str, list[str]]) -> bool:
+        """The standard headers name a request the server marks as quick (`runs_quickly`).
+        They are checked against the body before dispatch (-32020), so they cannot smuggle
+        other work onto the event loop."""
+        methods, names = headers["mcp-method"], headers["mcp-name"]
+        if len(methods) != 1 or len(names) > 1:
+            return False
+        return self.server.runs_quickly(methods[0], names[0] if names else None)
 
 
 def mcp_routes(

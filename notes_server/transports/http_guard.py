@@ -10,6 +10,7 @@ check after the error middleware: nothing else (CORS, authentication) runs for a
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ _HOST_VALUE = re.compile(_HOST)
 _ORIGIN_VALUE = re.compile(r"(?P<scheme>https?)://" + _HOST + "/?")
 
 
+@functools.lru_cache(maxsize=64)  # a few distinct Host values: parsed once each
 def is_loopback_name(host: str) -> bool:
     """`localhost`, or an IPv4 / bracketed IPv6 loopback literal (as a Host header spells it)."""
     if host == "localhost":

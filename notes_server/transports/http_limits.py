@@ -8,7 +8,8 @@ here always comes before any response has started.
 
 from __future__ import annotations
 
-import anyio
+import asyncio
+
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -52,9 +53,9 @@ class BoundedBody:
         if self.deadline is None:
             if self.declared is not None and not within(self.declared, self.limit):
                 raise BodyTooLarge
-            self.deadline = anyio.current_time() + self.timeout
+            self.deadline = asyncio.get_running_loop().time() + self.timeout
         try:
-            with anyio.fail_after(max(self.deadline - anyio.current_time(), 0.0)):
+            async with asyncio.timeout_at(self.deadline):
                 message = await self.receive()
         except TimeoutError:
             raise BodyTooSlow from None

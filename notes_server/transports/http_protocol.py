@@ -1,45 +1,40 @@
-"""uvicorn's h11 protocol with a deadline for the request head (slowloris).
+"""uvicorn's HTTP/1.1 protocols with a deadline and a size bound for the request head.
 
-uvicorn bounds the idle time between requests (`timeout_keep_alive`) and the head's size
-(`h11_max_incomplete_event_size`), but not the time a client may take to send it: one byte a
-second keeps a connection, and a worker's slot, forever. Here a connection that has not
-finished a request head within HEADER_TIMEOUT_S of connecting, or of starting the next one, is
-closed. Body reads and handlers have their own bounds in `notes_server.transports.http`.
+uvicorn bounds the idle time between requests (`timeout_keep_alive`) but not the time a client
+may take to send a request head: one byte a second keeps a connection, and a worker's slot,
+forever (slowloris). Here a connection that has not finished a request head within
+HEADER_TIMEOUT_S of connecting, or of starting the next one, is closed. Body reads and handlers
+have their own bounds (`http_limits`, `http_threads`).
+
+The server runs uvicorn's `httptools` protocol (the C parser: about a tenth of the CPU of the
+pure-Python `h11` one per request). uvicorn gives it no head size limit, so one is added here
+(MAX_HEAD_BYTES, h11's own default: 400 and close past it), and a response's head and body
+leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11` protocol
+gets the same deadline (h11 bounds the head size itself).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
 HEADER_TIMEOUT_S = 10.0
-PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutH11Protocol"
+MAX_HEAD_BYTES = 16 * 1024
+HTTPTOOLS_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutHttpToolsProtocol"
+H11_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutH11Protocol"
 
 
-class HeaderTimeoutH11Protocol(H11Protocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head_deadline: asyncio.TimerHandle | None = None
+class _HeadDeadline:
+    """The deadline timer; the protocol says when a head starts (`_arm`) and ends (`_disarm`)."""
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-
-    def data_received(self, data: bytes) -> None:
-        self._arm()  # before: a complete head in `data` is handed to the app right away
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm()  # the head is complete; the body has its own read timeout
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
+    loop: asyncio.AbstractEventLoop
+    logger: logging.Logger
+    transport: asyncio.Transport
+    _head_deadline: asyncio.TimerHandle | None = None
 
     def _arm(self) -> None:
-        if self._head_deadline is None and self.conn.their_state is h11.IDLE:
+        if self._head_deadline is None and self._awaiting_head():
             self._head_deadline = self.loop.call_later(HEADER_TIMEOUT_S, self._head_timed_out)
 
     def _disarm(self) -> None:
@@ -47,8 +42,140 @@ class HeaderTimeoutH11Protocol(H11Protocol):
             self._head_deadline.cancel()
             self._head_deadline = None
 
+    def _awaiting_head(self) -> bool:
+        raise NotImplementedError
+
     def _head_timed_out(self) -> None:
         self._head_deadline = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if self._awaiting_head() and not self.transport.is_closing():
             self.logger.info("closed a connection that sent no complete request head in time")
             self.transport.close()
+
+
+class _CorkedWrites:
+    """A response's head and body in one `write`: uvicorn writes them separately, which costs
+    a second system call and a second TCP segment per response. The head waits for the body,
+    at most until the event loop's next turn (a body that comes later is never held up)."""
+
+    __slots__ = ("held", "loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self.loop = loop
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is None:
+            self.held = data
+            self.loop.call_soon(self.flush)
+            return
+        self.transport.write(self.held + data)
+        self.held = None
+
+    def flush(self) -> None:
+        if self.held is not None:
+            data, self.held = self.held, None
+            if not self.transport.is_closing():  # the peer is gone: nothing to deliver
+                self.transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+def protocol_name() -> str:
+    """The uvicorn `http=` protocol to run: httptools when it is installed, else h11."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:  # pragma: no cover - httptools is a dependency; a platform may lack it
+        return H11_PROTOCOL
+    return HTTPTOOLS_PROTOCOL
+
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - see protocol_name
+    pass
+else:
+
+    class HeaderTimeoutHttpToolsProtocol(_HeadDeadline, HttpToolsProtocol):
+        """A head is awaited from the connection's start and from each message's first byte
+        until its headers are complete; the bytes fed meanwhile are counted."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._in_head = True
+            self._head_bytes = 0
+
+        def _awaiting_head(self) -> bool:
+            return self._in_head
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._corked = _CorkedWrites(transport, self.loop)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._in_head:
+                self._head_bytes += len(data)
+            super().data_received(data)
+            too_large = self._in_head and self._head_bytes > MAX_HEAD_BYTES
+            if too_large and not self.transport.is_closing():
+                self.logger.info("closed a connection whose request head was too large")
+                self.send_400_response("Request head too large.")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head = True
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            self._head_bytes = 0
+            self._disarm()
+            super().on_headers_complete()
+            if self.cycle is not None:
+                self.cycle.transport = self._corked  # type: ignore[assignment]
+
+        def send_400_response(self, msg: str) -> None:
+            self._corked.flush()  # whatever an earlier response still holds goes first
+            super().send_400_response(msg)
+
+        def shutdown(self) -> None:
+            self._corked.flush()
+            super().shutdown()
+
+
+try:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ImportError:  # pragma: no cover - h11 is optional once httptools is installed
+    pass
+else:
+
+    class HeaderTimeoutH11Protocol(_HeadDeadline, H11Protocol):
+        """h11 says when a head is awaited: its peer state is IDLE until the head is complete."""
+
+        def _awaiting_head(self) -> bool:
+            return self.conn.their_state is h11.IDLE
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            self._arm()  # before: a complete head in `data` is handed to the app right away
+            super().data_received(data)
+            if not self._awaiting_head():
+                self._disarm()  # the head is complete; the body has its own read timeout
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)

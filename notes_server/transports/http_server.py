@@ -97,13 +97,13 @@ def run_http(settings: Settings, http: HttpSettings) -> None:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from notes_server.transports.http_protocol import PROTOCOL as HEADER_TIMEOUT_PROTOCOL
+    from notes_server.transports.http_protocol import protocol_name
 
     export_worker_config(settings, http)
     config = uvicorn.Config(
         WORKER_APP,
         factory=True,
-        http=HEADER_TIMEOUT_PROTOCOL,
+        http=protocol_name(),
         host=http.host,
         port=http.port,
         workers=http.workers,

@@ -1,154 +1,64 @@
-"""HTTP: `notes_read` requests/s and p99 with 1 and N server workers, ours vs the SDK peer.
+"""HTTP: `notes_read` rate, rate per worker, p99 and server CPU per request with 1 and N
+workers, ours (token auth) vs the SDK peer, plus the floor and stdio for scale.
 
-notes-server's HTTP transport is optional here: if `serve --help` does not offer
-`--transport http` with `--auth none` (and `--workers` for N > 1), the rows say so instead of
-failing. Each client is its own process holding one keep-alive connection, lock-step.
+The peer's multi-worker mode gets the TCP_NODELAY fix notes-server applies to itself (see
+scripts/peers/sdk_notes_server.py). Trials alternate A B A B; the floor (`http_floor`) and a
+stdio run of the same tool are measured in the same run, so the ratios are like for like.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
+import shutil
 import subprocess
-import time
 from pathlib import Path
 
+from bench_lib import client, http_load
 from bench_lib.common import (
-    NEUTRAL_CWD,
     OURS,
     PEER,
     VENV_PY,
     Measure,
+    StdioServer,
     check_reply,
     log,
     ours_cmd,
-    peak_rss_kib,
     peer_cmd,
     percentile,
     read_call,
-    request,
     server_env,
 )
 from bench_lib.datasets import note_ids
-from bench_lib.results import Results, Row
+from bench_lib.http_servers import FLOOR, HttpServer, create_token, load, post
+from bench_lib.results import Check, Results, Row
 
-SECTION = "HTTP (`notes_read`, lock-step keep-alive clients, loopback)"
-CLIENT = str(Path(__file__).resolve().parent / "http_client.py")
-PATH = "/mcp"
+SECTION = "HTTP (`notes_read`, lock-step keep-alive clients, loopback; ours with token auth)"
+CPU_TARGET = 2.0  # server CPU per HTTP request <= 2x the same tool's over stdio
 
 
-def ours_support() -> tuple[bool, bool, str]:
-    """(http available, --workers available, why not)."""
+def ours_support() -> tuple[bool, str]:
     out = subprocess.run(
         [VENV_PY, "-m", "notes_server", "serve", "--help"],
         capture_output=True,
         text=True,
         env=server_env(),
     ).stdout
-    if "http" not in out.split("--transport", 1)[-1].split("\n", 1)[0]:
-        return False, False, "`notes-server serve` offers no `--transport http` yet"
-    if "--auth" not in out or "none" not in out.split("--auth", 1)[1].split("\n", 1)[0]:
-        return False, False, "`notes-server serve` offers no `--auth none` yet"
-    return True, "--workers" in out, ""
+    if "--workers" not in out or "--auth" not in out:
+        return False, "`notes-server serve` offers no `--workers` / `--auth`"
+    return True, ""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _post(port: int, body: bytes) -> tuple[int, bytes]:
-    message = json.loads(body)
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": message["method"],
-    }
-    if message["method"] == "tools/call":
-        headers["Mcp-Name"] = message["params"]["name"]
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("POST", PATH, body=body, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
-class HttpServer:
-    def __init__(self, impl: str, db: str, workers: int, logfile: Path) -> None:
-        self.port = _free_port()
-        extra = ["--transport", "http", "--port", str(self.port), "--workers", str(workers)]
-        if impl == OURS:
-            cmd = ours_cmd(db, extra=[*extra, "--auth", "none"])
-        else:
-            cmd = peer_cmd(db, extra=extra)
-        self._log = logfile.open("ab")
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=self._log,
-            env=server_env(),
-            stdin=subprocess.DEVNULL,
-            cwd=NEUTRAL_CWD,
-        )
-        deadline = time.time() + 60
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{impl} HTTP server exited ({self.proc.returncode}); see {logfile}"
-                )
-            try:
-                status, data = _post(self.port, request(1, "server/discover"))
-                if status == 200:
-                    check_reply(data)
-                    return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError(f"{impl} HTTP server did not come up; see {logfile}")
-            time.sleep(0.05)
-
-    def peak_rss_kib(self) -> int | None:
-        pids = [self.proc.pid]
+def _stdio_cpu(db: str, bodies: list[bytes], workdir: Path, seconds: float) -> dict[str, float]:
+    """Server CPU µs per `notes_read` over stdio, lock-step, for both implementations."""
+    out = {}
+    for impl, cmd in ((OURS, ours_cmd(db)), (PEER, peer_cmd(db))):
+        server = StdioServer(cmd, workdir / "http-stdio.log")
         try:
-            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
-            pids += [int(p) for p in children.split()]
-        except OSError:
-            pass
-        values = [v for v in (peak_rss_kib(p) for p in pids) if v is not None]
-        return max(values) if values else None
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
-
-
-def _load(port: int, body_file: Path, clients: int, seconds: float) -> tuple[float, list[float]]:
-    start_at = time.time() + 0.2 + 0.03 * clients
-    procs = [
-        subprocess.Popen(
-            [VENV_PY, CLIENT, str(port), PATH, str(seconds), str(start_at), str(body_file)],
-            stdout=subprocess.PIPE,
-        )
-        for _ in range(clients)
-    ]
-    outcomes = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode:
-            raise RuntimeError(f"HTTP client failed ({proc.returncode})")
-        outcomes.append(json.loads(out))
-    count = sum(o["count"] for o in outcomes)
-    return count / max(o["elapsed"] for o in outcomes), [x for o in outcomes for x in o["lat"]]
+            client.lockstep(server, bodies, seconds=60, max_count=len(bodies))
+            outcome = client.lockstep(server, bodies, seconds=seconds)
+            out[impl] = 1e6 * outcome.server_cpu_s / outcome.count
+        finally:
+            server.close()
+    return out
 
 
 def run(
@@ -160,36 +70,45 @@ def run(
     trials: int,
     seconds: float,
     clients: int,
+    curve: list[int],
 ) -> None:
-    available, has_workers, why = ours_support()
+    available, why = ours_support()
     if not available:
         results.notes.append(f"HTTP benchmark: not available — {why}.")
-        log(f"HTTP: not available ({why})")
         return
+    copy = str(workdir / "http.db")
+    shutil.copyfile(db, copy)
+    token = create_token(copy)
+    bodies = [read_call(i, n) for i, n in enumerate(note_ids(copy, 200))]
     body_file = workdir / "http-bodies.jsonl"
-    body_file.write_bytes(b"".join(read_call(i, n) for i, n in enumerate(note_ids(db, 200))))
+    body_file.write_bytes(b"".join(bodies))
     logfile = workdir / "http.log"
+    floor_reply = workdir / "http-floor-reply.json"
+    stdio_cpu = _stdio_cpu(copy, bodies, workdir, seconds)
+    per_worker: dict[int, dict[str, float]] = {}
     for count in workers:
-        if count > 1 and not has_workers:
-            results.notes.append(f"HTTP with {count} workers: not available (no `--workers`).")
-            continue
+        impls = [OURS, PEER, FLOOR] if count == 1 else [OURS, PEER]
         log(f"HTTP notes_read, {count} worker(s), {clients} clients: {trials} trials x {seconds}s")
-        servers = {}
+        rps = {impl: Measure() for impl in impls}
+        p99 = {impl: Measure() for impl in impls}
+        cpu = {impl: Measure() for impl in impls}
+        servers: dict[str, HttpServer] = {}
         try:
-            servers[OURS] = HttpServer(OURS, db, count, logfile)
-            servers[PEER] = HttpServer(PEER, db, count, logfile)
+            servers[OURS] = HttpServer(OURS, copy, count, logfile, token, floor_reply)
+            _status, reply = post(servers[OURS].port, bodies[0], token)
+            check_reply(reply)
+            floor_reply.write_bytes(reply)
+            for impl in impls[1:]:
+                servers[impl] = HttpServer(impl, copy, count, logfile, token, floor_reply)
             for server in servers.values():
-                _status, data = _post(server.port, read_call(1, note_ids(db, 1)[0]))
-                check_reply(data)
-                _load(server.port, body_file, clients, min(0.5, seconds))  # warm-up
-            rps = {OURS: Measure(), PEER: Measure()}
-            p99 = {OURS: Measure(), PEER: Measure()}
+                load(server, body_file, clients, min(0.5, seconds))  # warm-up
             for trial in range(trials):
-                order = [OURS, PEER] if trial % 2 == 0 else [PEER, OURS]
+                order = impls if trial % 2 == 0 else impls[::-1]
                 for impl in order:
-                    rate, latencies = _load(servers[impl].port, body_file, clients, seconds)
+                    rate, latencies, cpu_us = load(servers[impl], body_file, clients, seconds)
                     rps[impl].trials.append(rate)
                     p99[impl].trials.append(percentile(latencies, 99) / 1000)
+                    cpu[impl].trials.append(cpu_us)
                     rps[impl].samples.extend(latencies)
             results.memory.append(
                 (
@@ -198,6 +117,8 @@ def run(
                     servers[PEER].peak_rss_kib(),
                 )
             )
+            if count == 1 and curve:
+                http_load.run(results, servers, body_file, curve, seconds)
         except RuntimeError as exc:
             results.notes.append(f"HTTP with {count} worker(s): failed — {exc}")
             log(f"HTTP failed: {exc}")
@@ -205,16 +126,113 @@ def run(
         finally:
             for server in servers.values():
                 server.close()
-        label = f"{count} worker{'s' if count > 1 else ''}, {clients} clients"
-        results.row(Row(SECTION, f"{label}: rate", "req/s", True, rps[OURS], rps[PEER]))
-        results.row(Row(SECTION, f"{label}: p99", "ms", False, p99[OURS], p99[PEER]))
-        results.plot(
-            f"HTTP notes_read latency, {count} worker(s) (ms)",
-            OURS,
-            [x / 1000 for x in rps[OURS].samples],
+        per_worker[count] = {impl: rps[impl].median / count for impl in (OURS, PEER)}
+        _rows(results, count, clients, rps, p99, cpu, stdio_cpu)
+    _scaling_notes(results, per_worker)
+
+
+def _rows(
+    results: Results,
+    count: int,
+    clients: int,
+    rps: dict[str, Measure],
+    p99: dict[str, Measure],
+    cpu: dict[str, Measure],
+    stdio_cpu: dict[str, float],
+) -> None:
+    label = f"{count} worker{'s' if count > 1 else ''}, {clients} clients"
+    one = count == 1 and clients == 4
+    results.row(
+        Row(
+            SECTION,
+            f"{label}: rate",
+            "req/s",
+            True,
+            rps[OURS],
+            rps[PEER],
+            target="≥ 4x" if one else "",
+            target_factor=4.0 if one else None,
         )
-        results.plot(
-            f"HTTP notes_read latency, {count} worker(s) (ms)",
-            PEER,
-            [x / 1000 for x in rps[PEER].samples],
+    )
+    per = {impl: Measure([x / count for x in rps[impl].trials]) for impl in (OURS, PEER)}
+    results.row(Row(SECTION, f"{label}: rate per worker", "req/s", True, per[OURS], per[PEER]))
+    results.row(
+        Row(
+            SECTION,
+            f"{label}: p99",
+            "ms",
+            False,
+            p99[OURS],
+            p99[PEER],
+            target="≤ peer" if one else "",
+            target_factor=1.0 if one else None,
         )
+    )
+    results.row(
+        Row(
+            SECTION,
+            f"{label}: server CPU per request (all processes)",
+            "µs",
+            False,
+            cpu[OURS],
+            cpu[PEER],
+        )
+    )
+    panel = f"HTTP notes_read latency, {count} worker(s) (ms)"
+    for impl in (OURS, PEER):
+        results.plot(panel, impl, [x / 1000 for x in rps[impl].samples])
+    if count != 1:
+        return
+    if FLOOR in rps:
+        results.row(
+            Row(
+                SECTION,
+                f"{label}: rate, floor (ours columns) vs notes-server (peer columns)",
+                "req/s",
+                True,
+                rps[FLOOR],
+                rps[OURS],
+            )
+        )
+        results.row(
+            Row(
+                SECTION,
+                f"{label}: server CPU per request, floor vs notes-server",
+                "µs",
+                False,
+                cpu[FLOOR],
+                cpu[OURS],
+            )
+        )
+    ours_ratio = cpu[OURS].median / stdio_cpu[OURS]
+    results.checks.append(
+        Check(
+            f"HTTP: server CPU per `notes_read` ≤ {CPU_TARGET:g}x stdio's "
+            f"(1 worker, {clients} clients)",
+            f"{cpu[OURS].median:.0f} µs vs {stdio_cpu[OURS]:.0f} µs over stdio = {ours_ratio:.1f}x "
+            f"(peer: {cpu[PEER].median:.0f} vs {stdio_cpu[PEER]:.0f} µs = "
+            f"{cpu[PEER].median / stdio_cpu[PEER]:.1f}x)",
+            ours_ratio <= CPU_TARGET,
+        )
+    )
+
+
+def _scaling_notes(results: Results, per_worker: dict[int, dict[str, float]]) -> None:
+    if 1 not in per_worker:
+        return
+    for count, rates in sorted(per_worker.items()):
+        if count == 1:
+            continue
+        for impl, name in ((OURS, "notes-server"), (PEER, "the SDK peer")):
+            kept = rates[impl] / per_worker[1][impl]
+            results.notes.append(
+                f"HTTP with {count} workers: {name} keeps {kept:.0%} of its 1-worker rate per "
+                f"worker ({rates[impl]:,.0f} vs {per_worker[1][impl]:,.0f} req/s per worker)"
+                + (
+                    " — this machine has 2 cores shared with the clients, so no figure here can "
+                    "scale fully"
+                    if impl == OURS
+                    else ""
+                )
+                + "."
+            )

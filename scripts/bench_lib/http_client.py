@@ -2,10 +2,12 @@
 connection for a fixed time. Stdlib only; run as a separate process per connection.
 
 Usage: http_client.py PORT PATH SECONDS START_AT BODY_FILE  -> prints {"count", "elapsed", "lat"}
+With NOTES_BENCH_TOKEN set, every request carries `Authorization: Bearer $NOTES_BENCH_TOKEN`.
 """
 
 import http.client
 import json
+import os
 import sys
 import time
 
@@ -23,6 +25,8 @@ def main() -> None:
     }
     if first["method"] == "tools/call":
         headers["Mcp-Name"] = first["params"]["name"]
+    if os.environ.get("NOTES_BENCH_TOKEN"):
+        headers["Authorization"] = "Bearer " + os.environ["NOTES_BENCH_TOKEN"]
     conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
     while time.time() < float(start_at):
         time.sleep(0.001)

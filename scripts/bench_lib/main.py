@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -11,7 +12,16 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench_lib import coldstart, datasets, deletes, http_bench, report, search, stdio_rates
+from bench_lib import (
+    coldstart,
+    datasets,
+    deletes,
+    http_bench,
+    http_load,
+    report,
+    search,
+    stdio_rates,
+)
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
@@ -37,6 +47,7 @@ class Plan:
     http_trials: int
     http_seconds: float
     http_clients: int
+    http_curve: tuple[int, ...]
 
 
 FULL = Plan(
@@ -57,6 +68,7 @@ FULL = Plan(
     http_trials=3,
     http_seconds=2.0,
     http_clients=4,
+    http_curve=(1, 4, 16, 64),
 )
 QUICK = Plan(
     cold_reps=2,
@@ -75,7 +87,8 @@ QUICK = Plan(
     http_workers=(1,),
     http_trials=1,
     http_seconds=0.5,
-    http_clients=2,
+    http_clients=4,
+    http_curve=(1, 4),
 )
 
 
@@ -151,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         results.timings["total"] = time.perf_counter() - started
         results.raw["loadavg_end"] = loadavg()
         wrote_plot = report.write_plot(results, plot_path)
+        load_plot = plot_path.parent / "http-load.png"
+        if http_load.write_plot(results, load_plot):
+            where = os.path.relpath(load_plot, md_path.parent)
+            results.notes.append(f"HTTP latency vs load: ![HTTP latency vs load]({where})")
         shown = [a for a in argv if not a.startswith("--out") and a != str(args.out)]
         report.write_markdown(results, md_path, plot_path if wrote_plot else None, shown)
         dump = args.cache_dir / ("last-run-quick.json" if args.quick else "last-run.json")
@@ -224,6 +241,7 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             trials=plan.http_trials,
             seconds=plan.http_seconds,
             clients=plan.http_clients,
+            curve=list(plan.http_curve),
         )
         results.timings["http"] = time.perf_counter() - t0
 

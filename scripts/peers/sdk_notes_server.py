@@ -35,6 +35,7 @@ import os
 import re
 import secrets
 import sqlite3
+import sys
 import threading
 import unicodedata
 from datetime import UTC, datetime, timedelta
@@ -440,15 +441,36 @@ def main() -> None:
     os.environ[ENV_DB] = db
     os.environ[ENV_PRINCIPAL] = args.principal
     here = os.path.dirname(os.path.abspath(__file__))
-    uvicorn.run(
+    if args.workers == 1:
+        uvicorn.run(
+            "sdk_notes_server:http_app",
+            factory=True,
+            host="127.0.0.1",
+            port=args.port,
+            log_level="warning",
+            app_dir=here,
+        )
+        return
+    # uvicorn's multi-worker mode hands workers a socket re-created from its descriptor, which
+    # asyncio does not recognise as TCP, so accepted connections lack TCP_NODELAY and every
+    # reply stalls ~40 ms (Nagle + delayed ACK). The same fix notes-server applies to itself:
+    # set it on the listener (Linux passes it on to accepted sockets).
+    import socket
+
+    from uvicorn.supervisors import Multiprocess
+
+    sys.path.insert(0, here)
+    config = uvicorn.Config(
         "sdk_notes_server:http_app",
         factory=True,
         host="127.0.0.1",
         port=args.port,
         workers=args.workers,
         log_level="warning",
-        app_dir=here,
     )
+    sock = config.bind_socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
 
 
 if __name__ == "__main__":

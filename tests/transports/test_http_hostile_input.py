@@ -19,7 +19,7 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.transports.http_guard import OriginHostGuard
-from notes_server.transports.http_protocol import HEADER_TIMEOUT_S
+from notes_server.transports.http_protocol import HEADER_TIMEOUT_S, MAX_HEAD_BYTES
 
 HOST_REFUSED = "Forbidden: Host not allowed"
 ORIGIN_REFUSED = "Forbidden: Origin not allowed"
@@ -257,3 +257,14 @@ def test_a_prompt_client_is_served_request_after_request_on_one_connection(
             statuses.append(read_response(sock))
 
     assert statuses == [b"HTTP/1.1 200 OK"] * 3
+
+
+def test_a_request_head_past_the_size_bound_gets_400_and_is_closed(live: HttpServer) -> None:
+    head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES + 1024)
+    with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
+        sock.sendall(head)  # never finished: the bound applies while the head is incomplete
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+
+    assert reply.startswith(b"HTTP/1.1 400 ")

@@ -24,6 +24,7 @@ from notes_server.transports.http_threads import THREAD_NAME_PREFIX
 BOUND = 2
 TIMEOUT_S = 2.0
 BLOCK = rpc("tools/call", {"name": "test_block", "arguments": {}})
+READ_ARGS = {"workspaceUri": "file:///home/alice/notes", "noteId": "note_0000000000000000000"}
 
 
 @pytest.fixture
@@ -89,3 +90,38 @@ def test_stuck_requests_occupy_at_most_the_bound_of_threads_and_the_server_recov
 
     assert BlockingTool.calls == 2 * BOUND + 1
     assert len(worker_threads(before)) <= BOUND
+
+
+def test_quick_requests_are_answered_while_every_worker_thread_is_stuck(
+    client: TestClient,
+) -> None:
+    read = rpc("tools/call", {"name": "notes_read", "arguments": READ_ARGS})
+    with ThreadPoolExecutor(BOUND) as requests:
+        stuck = [requests.submit(block, client) for _ in range(BOUND)]
+        for _ in range(BOUND):
+            assert BlockingTool.entered.acquire(timeout=TIMEOUT_S * 5)
+
+        listed = client.post("/mcp", content=rpc("tools/list")[0], headers=rpc("tools/list")[1])
+        denied = client.post("/mcp", content=read[0], headers=read[1])
+
+        BlockingTool.release.set()
+        for future in stuck:
+            future.result()
+
+    assert listed.status_code == 200
+    assert "notes_read" in {tool["name"] for tool in listed.json()["result"]["tools"]}
+    assert denied.status_code == 200  # answered by the tool (no grant), not 503 "Server busy"
+    assert denied.json()["error"]["code"] == -32602
+
+
+def test_headers_naming_a_quick_tool_cannot_run_another_tool_on_the_event_loop(
+    client: TestClient,
+) -> None:
+    body, headers = BLOCK
+    headers = {**headers, "Mcp-Name": "notes_read"}
+
+    response = client.post("/mcp", content=body, headers=headers)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+    assert BlockingTool.calls == 0
