@@ -99,21 +99,24 @@ def _unescape(inner: str, number: int) -> str:
 
 
 def parse_time(value: str, key: str) -> datetime:
-    """An ISO 8601 date or date-time as naive UTC (what the store keeps); naive means UTC."""
+    """An ISO 8601 date or date-time as aware UTC (what the store keeps); no zone means UTC."""
     try:
         if len(value) == 10:
             day = date.fromisoformat(value)
-            return datetime(day.year, day.month, day.day)
+            return datetime(day.year, day.month, day.day, tzinfo=UTC)
         moment = datetime.fromisoformat(value.replace("z", "Z"))
     except ValueError:
         raise FrontMatterError(f"{key!r} is not an ISO 8601 date or time: {value!r}") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def format_time(moment: datetime) -> str:
-    """Naive UTC as ISO 8601 with ``Z``; parse_time reads it back to the same value."""
+    """UTC as ISO 8601 with ``Z`` (a naive value is taken as UTC); parse_time reads it back to
+    the same value."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
     return moment.replace(tzinfo=None).isoformat() + "Z"
 
 

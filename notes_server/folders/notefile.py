@@ -44,7 +44,7 @@ def read_draft(file: NoteFile) -> Draft:
     text = text.removeprefix("\ufeff")  # a byte-order mark some editors write
     try:
         parsed = frontmatter.split(text)
-        mtime = datetime.fromtimestamp(file.mtime, UTC).replace(tzinfo=None)
+        mtime = datetime.fromtimestamp(file.mtime, UTC)
         created = _time(parsed.known, "created", mtime)
         updated = _time(parsed.known, "updated", mtime)
     except frontmatter.FrontMatterError as exc:

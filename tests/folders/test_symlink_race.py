@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ def test_import_never_reads_a_secret_behind_a_swapped_symlink(arena: Path) -> No
 
 
 def _note(path: str) -> NoteRecord:
-    moment = datetime(2026, 1, 1)
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
     return NoteRecord("note_x", "file:///w", path, "t", "b", moment, moment, 1, False, None)
 
 
@@ -183,7 +183,9 @@ def test_sync_never_imports_a_secret_nor_writes_outside(arena: Path) -> None:
     refused = 0
     try:
         for attempt in range(SYNC_ATTEMPTS):
-            summary = sync_folder(engine, fd, workspace, str(arena), datetime(2026, 1, 1))
+            summary = sync_folder(
+                engine, fd, workspace, str(arena), datetime(2026, 1, 1, tzinfo=UTC)
+            )
             refused += summary.counts["refused"]
             if attempt % 50 == 0:
                 _edit_every_note(engine, attempt)
@@ -208,5 +210,9 @@ def _edit_every_note(engine: Any, attempt: int) -> None:
     with write_tx(engine) as conn:
         for note in folders.live_notes(conn, "file:///w"):
             folders.replace_content(
-                conn, note, title=note.title, body=f"edit {attempt}", updated=datetime(2026, 1, 2)
+                conn,
+                note,
+                title=note.title,
+                body=f"edit {attempt}",
+                updated=datetime(2026, 1, 2, tzinfo=UTC),
             )
