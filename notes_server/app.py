@@ -28,13 +28,25 @@ SERVER_INFO = {
 
 
 def compose_extensions(
-    settings: Settings, services: Services, extensions: Sequence[Extension] | None = None
+    settings: Settings,
+    services: Services,
+    extensions: Sequence[Extension] | None = None,
+    page_base: str | None = None,
 ) -> ExtensionRegistry:
-    """The extensions a server serves: the given ones, or the built-in notes extension and each
-    `--tools-module`. Clashes fail here, at start (SettingsError)."""
+    """The extensions a server serves: the given ones, or the built-in notes extension (with
+    the purge approval page when HTTP gives a `page_base`) and each `--tools-module`. Clashes
+    fail here, at start (SettingsError)."""
     if extensions is None:
-        extensions = builtin_extensions(services, settings.tools_modules)
+        extensions = builtin_extensions(services, settings.tools_modules, page_base=page_base)
     return ExtensionRegistry(extensions)
+
+
+def page_base(http: HttpSettings) -> str:
+    """Where this server's own pages are: `--public-url`, else the bound address."""
+    if http.public_url:
+        return http.public_url.rstrip("/")
+    host = f"[{http.host}]" if ":" in http.host else http.host
+    return f"http://{host}:{http.port}"
 
 
 def server_for(composed: ExtensionRegistry) -> McpServer:
@@ -76,7 +88,7 @@ def create_http_app(
     from notes_server.transports.http_auth import build_authenticator
 
     services = services or Services(settings)
-    composed = compose_extensions(settings, services, extensions)
+    composed = compose_extensions(settings, services, extensions, page_base(http))
     server = server_for(composed)
     auth = build_authenticator(settings, http, services)
     return build_http_app(

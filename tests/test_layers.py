@@ -25,6 +25,7 @@ EDGE = {
     "client": "transports",
     "apps": "tools",
     "extensions": "tools",
+    "approval": "tools",
 }
 RANKS = {
     "cli": 7,

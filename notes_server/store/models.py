@@ -177,3 +177,22 @@ folder_sync_table = Table(
     Column("synced_at", TZ, nullable=False),
     UniqueConstraint("workspace", "folder", "note_id", name="uq_folder_sync_note"),
 )
+
+# A purge waiting for its out-of-band approval page (URL-mode elicitation). The exact archived
+# set (ids, versions, titles) is kept here and bound to the request state by its digest; only
+# the SHA-256 of the one-time link secret is stored.
+purge_approvals_table = Table(
+    "purge_approvals",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("principal", String(200), nullable=False),
+    Column("workspace", String(2048), nullable=False),
+    Column("link_hash", String(64), nullable=False),
+    Column("link_used", Boolean, nullable=False),
+    Column("items_json", Text, nullable=False),
+    Column("set_digest", String(64), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Column("approved_at", TZ, nullable=True),
+    Index("ix_purge_approvals_expires", "expires_at"),
+)

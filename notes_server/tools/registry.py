@@ -108,9 +108,14 @@ def tools_module_extension(module_name: str, services: Services) -> Extension:
     return Extension(name=f"tools-module:{module_name}", tools=[cls(services) for cls in tools])
 
 
-def builtin_extensions(services: Services, tools_modules: Sequence[str] = ()) -> list[Extension]:
-    """What a server built from settings serves: notes, then each tools module in order."""
-    return [
-        notes_extension(services),
-        *(tools_module_extension(m, services) for m in tools_modules),
-    ]
+def builtin_extensions(
+    services: Services, tools_modules: Sequence[str] = (), *, page_base: str | None = None
+) -> list[Extension]:
+    """What a server built from settings serves: notes, then each tools module in order; with
+    `page_base` (HTTP: the server's own origin) also `notes_purge` and its approval page."""
+    served = [notes_extension(services)]
+    if page_base is not None:
+        from notes_server.approval.extension import purge_extension
+
+        served.append(purge_extension(services, page_base))
+    return [*served, *(tools_module_extension(m, services) for m in tools_modules)]

@@ -42,6 +42,15 @@ from notes_server.transports.http_responses import http_exception
 from notes_server.transports.http_threads import WORKER_THREADS, WorkerThreads
 
 
+def serves_without_credential(route: BaseRoute) -> bool:
+    """A `PublicRoute`, or an extension's route that authenticates the person itself (it says
+    so with a `serves_without_credential = True` attribute: extensions cannot import this
+    layer)."""
+    if isinstance(route, PublicRoute):
+        return True
+    return getattr(route, "serves_without_credential", False) is True
+
+
 def build_http_app(
     server: McpServer,
     auth: Authenticator,
@@ -56,7 +65,9 @@ def build_http_app(
     `legacy` builds the 2025-era session handler (on this app's worker threads)."""
     pool = WorkerThreads(threads)
     routes = [*mcp_routes(server, http, pool, legacy), *metadata_routes(auth, http), *extra_routes]
-    public = frozenset(route.path for route in routes if isinstance(route, PublicRoute))
+    public = frozenset(
+        getattr(route, "path", "") for route in routes if serves_without_credential(route)
+    )
     middleware = [
         Middleware(ErrorMiddleware),
         Middleware(OriginHostGuard, http=http),

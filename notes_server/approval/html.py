@@ -1,0 +1,62 @@
+"""The approval page's HTML: plain forms that work without JavaScript, every value escaped.
+
+No scripts, no styles, no external resources: the page's CSP is `default-src 'none'`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+MAX_LISTED = 200
+
+
+def document(title: str, body: str) -> str:
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="referrer" content="no-referrer">'
+        f"<title>{escape(title)}</title></head><body>\n<h1>{escape(title)}</h1>\n{body}\n"
+        "</body></html>\n"
+    )
+
+
+def message(title: str, text: str) -> str:
+    return document(title, f"<p>{escape(text)}</p>")
+
+
+def login_form(csrf: str, error: str | None = None) -> str:
+    """Step 1: the person proves they are the principal that asked, with their own API token
+    for this server (never a password or token of any other service)."""
+    problem = "" if error is None else f'<p role="alert"><strong>{escape(error)}</strong></p>'
+    body = (
+        f"{problem}<p>An assistant asked to permanently delete archived notes on this notes "
+        "server. To review the request, sign in with <em>your own</em> API token for this notes "
+        "server (it starts with <code>nst_</code>). Do not enter a password or a token of any "
+        "other service.</p>\n"
+        '<form method="post" action="/approval">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<label>API token <input type="password" name="token" autocomplete="off" required>'
+        '</label> <button type="submit">Sign in</button></form>'
+    )
+    return document("Sign in to review a purge", body)
+
+
+def confirm_form(
+    csrf: str, workspace: str, titles: Sequence[str], segment: str, error: str | None = None
+) -> str:
+    """Step 2: exactly what will be destroyed, and the workspace name typed to confirm."""
+    problem = "" if error is None else f'<p role="alert"><strong>{escape(error)}</strong></p>'
+    shown = "".join(f"<li>{escape(title)}</li>" for title in titles[:MAX_LISTED])
+    more = len(titles) - MAX_LISTED
+    extra = f"<p>... and {more} more.</p>" if more > 0 else ""
+    body = (
+        f"{problem}<p>This will <strong>permanently delete {len(titles)} archived note(s)</strong>"
+        f" in the workspace <code>{escape(workspace)}</code>. This cannot be undone.</p>\n"
+        f"<ul>{shown}</ul>{extra}\n"
+        '<form method="post" action="/approval">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+        f"<label>Type <code>{escape(segment)}</code> to confirm "
+        '<input type="text" name="confirm" autocomplete="off" required></label> '
+        '<button type="submit">Permanently delete</button></form>'
+    )
+    return document("Approve the purge", body)

@@ -1,0 +1,127 @@
+"""Shared by the notes_purge tests: the composed HTTP app, tokens, archived notes, the MCP calls
+and the browser steps of the approval page (httpx through Starlette's TestClient)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from http_support import LOOPBACK_URL, rpc
+from sqlalchemy import Engine
+from starlette.testclient import TestClient
+
+from notes_server.store import notes
+from notes_server.store.engine import write_tx
+from notes_server.tools.services import utc_now
+
+WS = "file:///home/alice/projects/garden"
+URL_CAPS: dict[str, Any] = {"elicitation": {"url": {}}}
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+@dataclass
+class Round:
+    """One purge round's parsed answer."""
+
+    reply: dict[str, Any]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.reply["result"]
+        return result
+
+    @property
+    def state(self) -> str:
+        state: str = self.result["requestState"]
+        return state
+
+    @property
+    def url(self) -> str:
+        url: str = self.result["inputRequests"]["purge_approval"]["params"]["url"]
+        return url
+
+
+def add_note(engine: Engine, path: str, title: str, *, archived: bool) -> notes.NoteRecord:
+    now = utc_now()
+    with write_tx(engine) as conn:
+        note = notes.insert_note(conn, workspace=WS, path=path, title=title, body="x", now=now)
+        if archived:
+            changed = notes.update_fields(conn, note, now=now, archived=True, archived_at=now)
+            assert changed is not None
+            note = changed
+    return note
+
+
+def post_mcp(
+    client: TestClient,
+    token: str,
+    params: Mapping[str, Any],
+    caps: Mapping[str, Any] | None = URL_CAPS,
+) -> httpx.Response:
+    body, headers = rpc("tools/call", params, caps=caps)
+    headers["Authorization"] = f"Bearer {token}"
+    return client.post("/mcp", content=body, headers=headers)
+
+
+def purge(
+    client: TestClient,
+    token: str,
+    *,
+    answer: str | None = None,
+    state: str | None = None,
+    caps: Mapping[str, Any] | None = URL_CAPS,
+) -> httpx.Response:
+    params: dict[str, Any] = {"name": "notes_purge", "arguments": {"workspaceUri": WS}}
+    if state is not None:
+        params["requestState"] = state
+        params["inputResponses"] = {} if answer is None else {"purge_approval": {"action": answer}}
+    return post_mcp(client, token, params, caps)
+
+
+def round_of(response: httpx.Response) -> Round:
+    assert response.status_code == 200, response.text
+    return Round(response.json())
+
+
+def page_path(url: str) -> str:
+    assert url.startswith(LOOPBACK_URL + "/approval?")
+    return url[len(LOOPBACK_URL) :]
+
+
+def csrf_of(response: httpx.Response) -> str:
+    found = CSRF.search(response.text)
+    assert found is not None, response.text
+    return found.group(1)
+
+
+def form_post(browser: TestClient, fields: Mapping[str, str]) -> httpx.Response:
+    """A same-origin form submission, as a browser sends it."""
+    return browser.post(
+        "/approval",
+        data=dict(fields),
+        headers={"Origin": LOOPBACK_URL},
+        follow_redirects=False,
+    )
+
+
+def open_link(browser: TestClient, url: str) -> httpx.Response:
+    return browser.get(page_path(url), follow_redirects=False)
+
+
+def sign_in(browser: TestClient, url: str, token: str) -> httpx.Response:
+    """Open the link, then submit the login form with `token`; returns the login answer."""
+    assert open_link(browser, url).status_code == 303
+    login = browser.get("/approval")
+    return form_post(browser, {"csrf": csrf_of(login), "token": token})
+
+
+def approve(browser: TestClient, url: str, token: str, typed: str = "garden") -> httpx.Response:
+    """The whole page flow: link, sign-in, confirm form; returns the confirm answer."""
+    signed = sign_in(browser, url, token)
+    assert signed.status_code == 303, signed.text
+    page = browser.get("/approval")
+    assert page.status_code == 200, page.text
+    return form_post(browser, {"csrf": csrf_of(page), "confirm": typed})
