@@ -7,11 +7,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-from http_support import LOOPBACK_URL, rpc
+from http_support import rpc
 from sqlalchemy import Engine
-from starlette.testclient import TestClient
 
 from notes_server.store import notes
 from notes_server.store.engine import write_tx
@@ -56,7 +56,7 @@ def add_note(engine: Engine, path: str, title: str, *, archived: bool) -> notes.
 
 
 def post_mcp(
-    client: TestClient,
+    client: httpx.Client,
     token: str,
     params: Mapping[str, Any],
     caps: Mapping[str, Any] | None = URL_CAPS,
@@ -67,7 +67,7 @@ def post_mcp(
 
 
 def purge(
-    client: TestClient,
+    client: httpx.Client,
     token: str,
     *,
     answer: str | None = None,
@@ -87,8 +87,10 @@ def round_of(response: httpx.Response) -> Round:
 
 
 def page_path(url: str) -> str:
-    assert url.startswith(LOOPBACK_URL + "/approval?")
-    return url[len(LOOPBACK_URL) :]
+    """The path and query of an approval URL (the test clients have the origin as base)."""
+    parts = urlsplit(url)
+    assert parts.path == "/approval" and parts.query, url
+    return f"{parts.path}?{parts.query}"
 
 
 def csrf_of(response: httpx.Response) -> str:
@@ -97,28 +99,28 @@ def csrf_of(response: httpx.Response) -> str:
     return found.group(1)
 
 
-def form_post(browser: TestClient, fields: Mapping[str, str]) -> httpx.Response:
+def form_post(browser: httpx.Client, fields: Mapping[str, str]) -> httpx.Response:
     """A same-origin form submission, as a browser sends it."""
     return browser.post(
         "/approval",
         data=dict(fields),
-        headers={"Origin": LOOPBACK_URL},
+        headers={"Origin": str(browser.base_url).rstrip("/")},
         follow_redirects=False,
     )
 
 
-def open_link(browser: TestClient, url: str) -> httpx.Response:
+def open_link(browser: httpx.Client, url: str) -> httpx.Response:
     return browser.get(page_path(url), follow_redirects=False)
 
 
-def sign_in(browser: TestClient, url: str, token: str) -> httpx.Response:
+def sign_in(browser: httpx.Client, url: str, token: str) -> httpx.Response:
     """Open the link, then submit the login form with `token`; returns the login answer."""
     assert open_link(browser, url).status_code == 303
     login = browser.get("/approval")
     return form_post(browser, {"csrf": csrf_of(login), "token": token})
 
 
-def approve(browser: TestClient, url: str, token: str, typed: str = "garden") -> httpx.Response:
+def approve(browser: httpx.Client, url: str, token: str, typed: str = "garden") -> httpx.Response:
     """The whole page flow: link, sign-in, confirm form; returns the confirm answer."""
     signed = sign_in(browser, url, token)
     assert signed.status_code == 303, signed.text

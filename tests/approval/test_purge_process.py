@@ -1,0 +1,88 @@
+"""notes_purge against a real `serve --transport http --workers 2`: the page and the rounds may
+land on either worker (the pending approval is a database row), and concurrent retries of the
+same approved state purge exactly once."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_support import HttpServer, start_http_server
+from purge_support import add_note, approve, purge, round_of
+from sqlalchemy import Engine, text
+
+from notes_server.config import Settings
+from notes_server.errors import STATE_REJECTED
+
+RETRIES = 6
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def server(tmp_path: Path, settings: Settings, migrated_engine: Engine) -> Iterator[HttpServer]:
+    # The approval URL names the bound port, so the port is chosen here (not `--port 0`).
+    running = start_http_server(tmp_path, settings.db_url, "--port", str(free_port()), workers=2)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_concurrent_retries_after_approval_purge_exactly_once(
+    server: HttpServer, migrated_engine: Engine, alice: str
+) -> None:
+    old = [add_note(migrated_engine, f"o{i}.md", f"Old {i}", archived=True) for i in range(4)]
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as mcp,
+        httpx.Client(base_url=server.url, timeout=30) as browser,
+    ):
+        first = round_of(purge(mcp, alice))
+        assert first.url.startswith(server.url + "/approval?")
+        assert approve(browser, first.url, alice).status_code == 200
+        replies = concurrent_accepts(server.url, alice, first.state)
+
+    done = [r for r in replies if "result" in r]
+    refused = [r for r in replies if "error" in r]
+    assert len(done) == 1 and len(refused) == RETRIES - 1
+    assert sorted(done[0]["result"]["structuredContent"]["purgedIds"]) == sorted(n.id for n in old)
+    assert all(r["error"] == {"code": -32602, "message": STATE_REJECTED} for r in refused)
+    with migrated_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM notes")).scalar() == 0
+        audited = conn.execute(text("SELECT count(*) FROM audit_log WHERE outcome = 'purged'"))
+        assert audited.scalar() == len(old)
+
+
+def concurrent_accepts(url: str, token: str, state: str) -> list[dict[str, Any]]:
+    """RETRIES clients send the same accept at once; returns their parsed replies."""
+    gate = threading.Barrier(RETRIES)
+    replies: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            gate.wait(timeout=30)
+            reply = purge(client, token, answer="accept", state=state).json()
+        with lock:
+            replies.append(reply)
+
+    run_all([threading.Thread(target=one) for _ in range(RETRIES)])
+    return replies
+
+
+def run_all(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=90)
+    assert not any(thread.is_alive() for thread in threads)
