@@ -41,10 +41,14 @@ def compose_extensions(
     return ExtensionRegistry(extensions)
 
 
-def page_base(http: HttpSettings) -> str:
-    """Where this server's own pages are: `--public-url`, else the bound address."""
+def page_base(http: HttpSettings) -> str | None:
+    """Where this server's own pages are: `--public-url`, else the bound address; None with
+    `--port 0` and no `--public-url` (the port is unknown here, so no page can be linked and
+    `notes_purge` is not served)."""
     if http.public_url:
         return http.public_url.rstrip("/")
+    if http.port == 0:
+        return None
     host = f"[{http.host}]" if ":" in http.host else http.host
     return f"http://{host}:{http.port}"
 

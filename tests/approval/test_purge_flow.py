@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from http_support import rpc
 from purge_support import (
     WS,
     add_note,
@@ -17,10 +18,12 @@ from purge_support import (
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app, page_base
+from notes_server.config import HttpSettings, Settings
 from notes_server.errors import STATE_REJECTED
 from notes_server.store import notes
 from notes_server.store.engine import read_tx, write_tx
-from notes_server.tools.services import utc_now
+from notes_server.tools.services import Services, utc_now
 
 
 def live_ids(engine: Engine) -> set[str]:
@@ -213,3 +216,24 @@ def test_a_grant_revoked_after_approval_purges_nothing(
     assert live_ids(migrated_engine) == {note.id}
     with read_tx(migrated_engine) as conn:
         assert conn.execute(text("SELECT count(*) FROM consumed_nonces")).scalar() == 0
+
+
+@pytest.mark.parametrize(
+    ("http", "served"),
+    [
+        (HttpSettings(port=0, auth="none"), None),
+        (HttpSettings(port=0, auth="none", public_url="https://n.example/"), "https://n.example"),
+        (HttpSettings(host="::1", port=9000, auth="none"), "http://[::1]:9000"),
+    ],
+    ids=["port-0-unknown", "public-url", "ipv6"],
+)
+def test_the_approval_page_is_linked_only_where_it_is_reachable(
+    settings: Settings, services: Services, http: HttpSettings, served: str | None
+) -> None:
+    app = create_http_app(settings, http, Services(settings, engine=services.engine))
+    body, headers = rpc("tools/list")
+    with TestClient(app, base_url="http://127.0.0.1:8765") as probe:
+        listed = probe.post("/mcp", content=body, headers=headers).json()["result"]["tools"]
+
+    assert ("notes_purge" in [tool["name"] for tool in listed]) == (served is not None)
+    assert page_base(http) == served
