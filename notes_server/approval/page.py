@@ -44,6 +44,7 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
+STEPS = frozenset({"login", "confirm"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -102,6 +103,8 @@ class ApprovalPage:
     async def handle(self, request: Request) -> Response:
         if request.method == "POST":
             return await self.post(request)
+        if request.method != "GET":  # a HEAD (a link preview) must not spend the link
+            return respond(405, html.message("Method not allowed", NO_VISIT))
         if request.query_params:
             return await self.open_link(request)
         visit = self.visit_of(request)
@@ -134,7 +137,7 @@ class ApprovalPage:
         if claims.get("kind") != COOKIE_KIND or not all(isinstance(f, str) for f in fields):
             return None
         principal = claims.get("p")
-        if claims["st"] == "confirm" and not isinstance(principal, str):
+        if claims["st"] not in STEPS or (claims["st"] == "confirm") != isinstance(principal, str):
             return None
         return Visit(claims["pa"], claims["st"], claims["csrf"], principal)
 

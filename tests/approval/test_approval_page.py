@@ -222,3 +222,12 @@ def test_the_page_needs_no_bearer_header_but_mcp_still_does(link: str, browser: 
     assert open_link(browser, link).status_code == 303
     assert browser.post("/mcp", content=b"{}").status_code == 401
     assert page_path(link).startswith("/approval?a=pa-")
+
+
+def test_a_head_request_does_not_spend_the_link(
+    link: str, browser: TestClient, client: TestClient
+) -> None:
+    preview = TestClient(client.app, base_url=LOOPBACK_URL).head(page_path(link))
+
+    assert preview.status_code == 405
+    assert open_link(browser, link).status_code == 303
