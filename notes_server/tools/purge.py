@@ -16,7 +16,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams, MissingCapability, StateRejected, ToolFailure
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from notes_server.security.request_state import Claims
+    from notes_server.store.approvals import Approval
     from notes_server.tools.services import Services
 
 APPROVAL_PATH = "/approval"
@@ -205,7 +206,7 @@ class PurgeNotes(ConfirmedAction):
             return self.ask_again(ctx, approval.workspace, dict(claims.payload))
         return self.purge(ctx, args, claims)
 
-    def check_binding(self, ctx: CallContext, approval: Any, claims: Claims) -> None:
+    def check_binding(self, ctx: CallContext, approval: Approval | None, claims: Claims) -> None:
         """The row must be the one this state names, for this principal and set."""
         if approval is None:
             raise StateRejected("approval no longer exists (used, declined or expired)")
@@ -224,7 +225,7 @@ class PurgeNotes(ConfirmedAction):
             self.check_binding(ctx, approval, claims)
             assert approval is not None and approval.approved_at is not None
             now = self.services.clock()
-            purged, kept = self.delete_unchanged(conn, ctx, workspace.uri, approval.items, claims)
+            purged, kept = self.delete_unchanged(conn, ctx, workspace.uri, approval, claims, now)
             result = self.finished("purged", purgedCount=len(purged), purgedIds=purged, kept=kept)
             self.claim(conn, ctx, claims, "purged", claims.payload["sd"], result, now)
             self.services.checkpoint("purge.claimed")
@@ -236,16 +237,16 @@ class PurgeNotes(ConfirmedAction):
         conn: Connection,
         ctx: CallContext,
         workspace: str,
-        items: Sequence[tuple[str, int, str]],
+        approval: Approval,
         claims: Claims,
+        now: datetime,
     ) -> tuple[list[str], list[dict[str, Any]]]:
         """Delete each bound note still archived at its bound version; report the others."""
         from notes_server.store import notes
 
-        now = self.services.clock()
         purged: list[str] = []
         kept: list[dict[str, Any]] = []
-        for note_id, version, title in items:
+        for note_id, version, title in approval.items:
             note = notes.get_note(conn, workspace, note_id)
             if note is None:
                 kept.append({"noteId": note_id, "title": title, "reason": "gone"})
