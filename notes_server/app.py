@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from notes_server import __version__
@@ -31,7 +31,7 @@ def compose_extensions(
     settings: Settings,
     services: Services,
     extensions: Sequence[Extension] | None = None,
-    page_base: str | None = None,
+    page_base: Callable[[], str] | None = None,
 ) -> ExtensionRegistry:
     """The extensions a server serves: the given ones, or the built-in notes extension (with
     the purge approval page when HTTP gives a `page_base`) and each `--tools-module`. Clashes
@@ -63,9 +63,12 @@ def create_app(
     settings: Settings,
     services: Services | None = None,
     extensions: Sequence[Extension] | None = None,
+    page_base: Callable[[], str] | None = None,
 ) -> McpServer:
+    """A server without HTTP; `page_base` (stdio: the loopback approval listener's origin)
+    also serves `notes_purge`."""
     services = services or Services(settings)
-    return server_for(compose_extensions(settings, services, extensions))
+    return server_for(compose_extensions(settings, services, extensions, page_base))
 
 
 def check_settings(settings: Settings) -> None:
@@ -92,7 +95,10 @@ def create_http_app(
     from notes_server.transports.http_auth import build_authenticator
 
     services = services or Services(settings)
-    composed = compose_extensions(settings, services, extensions, page_base(http))
+    base = page_base(http)
+    composed = compose_extensions(
+        settings, services, extensions, None if base is None else (lambda: base)
+    )
     server = server_for(composed)
     auth = build_authenticator(settings, http, services)
     return build_http_app(

@@ -123,6 +123,7 @@ def serve(
     from notes_server.app import check_settings, create_app
     from notes_server.legacy.connection import DualEraConnection
     from notes_server.tools.services import Services
+    from notes_server.transports.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
 
     settings = build_settings(
@@ -142,9 +143,12 @@ def serve(
     ensure_schema(settings)
     # Confine before create_app imports any --tools-module and before the warm-up thread:
     # Landlock and seccomp bind only the threads created after them.
+    # The purge approval page's socket is bound (not listened on) before confinement.
+    approvals = LoopbackApprovals.bind()
     confinement = confine_serving(settings, transport=transport)
     services = Services(settings)
-    server = create_app(settings, services)
+    approvals.attach(services, settings.principal)
+    server = create_app(settings, services, page_base=approvals.base)
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | "
         f"principal {settings.principal} | MCP 2026-07-28 (2025-11-25 after initialize) "

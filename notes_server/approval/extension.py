@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from notes_server.extensions.base import Extension
@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
 
-def purge_extension(services: Services, page_base: str) -> Extension:
-    """`page_base` is the server's own origin (`--public-url`, else the bound address): the
-    approval page is served there, behind the same Origin/Host guard as `/mcp`."""
+def purge_extension(services: Services, page_base: Callable[[], str]) -> Extension:
+    """`page_base()` is the approval page's origin: over HTTP the server's own (`--public-url`,
+    else the bound address), where `http_routes` serve it behind the same Origin/Host guard as
+    `/mcp`; over stdio the loopback listener's (`transports.approval_listener`)."""
 
     def http_routes() -> Sequence[BaseRoute]:
         from notes_server.approval.page import routes

@@ -25,18 +25,33 @@ def message(title: str, text: str) -> str:
 
 
 def login_form(csrf: str, error: str | None = None) -> str:
-    """Step 1: the person proves they are the principal that asked, with their own API token
-    for this server (never a password or token of any other service)."""
+    """Step 1 over HTTP: the person proves they are the principal that asked, with their own
+    API token for this server (never a password or token of any other service)."""
+    intro = (
+        "sign in with <em>your own</em> API token for this notes server (it starts with "
+        "<code>nst_</code>). Do not enter a password or a token of any other service."
+    )
+    return _secret_form(csrf, error, intro, "API token", "password")
+
+
+def code_form(csrf: str, error: str | None = None) -> str:
+    """Step 1 over stdio: the one-time code the server printed on its own stderr."""
+    intro = (
+        "enter the one-time approval code the notes server printed in the terminal or log "
+        "where it runs (its standard error). Nothing else is asked for."
+    )
+    return _secret_form(csrf, error, intro, "Approval code", "text")
+
+
+def _secret_form(csrf: str, error: str | None, intro: str, label: str, kind: str) -> str:
     problem = "" if error is None else f'<p role="alert"><strong>{escape(error)}</strong></p>'
     body = (
         f"{problem}<p>An assistant asked to permanently delete archived notes on this notes "
-        "server. To review the request, sign in with <em>your own</em> API token for this notes "
-        "server (it starts with <code>nst_</code>). Do not enter a password or a token of any "
-        "other service.</p>\n"
+        f"server. To review the request, {intro}</p>\n"
         '<form method="post" action="/approval">'
         f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
-        '<label>API token <input type="password" name="token" autocomplete="off" required>'
-        '</label> <button type="submit">Sign in</button></form>'
+        f'<label>{escape(label)} <input type="{kind}" name="token" autocomplete="off" '
+        'required></label> <button type="submit">Sign in</button></form>'
     )
     return document("Sign in to review a purge", body)
 

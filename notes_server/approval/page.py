@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from notes_server.approval import html
+from notes_server.approval.login import Login, TokenLogin
 from notes_server.tools.purge import APPROVAL_PATH, last_segment, link_hash
 from notes_server.tools.services import Services
 
@@ -64,8 +65,9 @@ class Visit:
     principal: str | None = None
 
 
-def routes(services: Services) -> list[Route]:
-    page = ApprovalPage(services)
+def routes(services: Services, login: Login | None = None) -> list[Route]:
+    """The page's route; `login` defaults to the principal's own API token (HTTP)."""
+    page = ApprovalPage(services, login or TokenLogin(services))
     return [ApprovalRoute(APPROVAL_PATH, page.handle, methods=["GET", "POST"])]
 
 
@@ -97,8 +99,9 @@ def redirect_with(request: Request, visit: Visit | None, sealed: str | None) -> 
 
 
 class ApprovalPage:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, login: Login) -> None:
         self.services = services
+        self.login = login
 
     async def handle(self, request: Request) -> Response:
         if request.method == "POST":
@@ -111,7 +114,7 @@ class ApprovalPage:
         if visit is None:
             return respond(403, html.message("No approval in progress", NO_VISIT))
         if visit.step == "login":
-            return respond(200, html.login_form(visit.csrf))
+            return respond(200, self.login.form(visit.csrf))
         return await run_in_threadpool(self.confirm_page, visit, None)
 
     # -- the cookie -----------------------------------------------------------------------
@@ -151,6 +154,7 @@ class ApprovalPage:
         spent = await run_in_threadpool(self.spend, approval_id, secret)
         if not spent:
             return respond(403, html.message("Invalid approval link", BAD_LINK))
+        self.login.link_opened(approval_id)
         visit = Visit(approval_id, "login", secrets.token_urlsafe(32))
         return redirect_with(request, visit, self.seal(visit))
 
@@ -179,25 +183,20 @@ class ApprovalPage:
     async def sign_in(self, request: Request, visit: Visit, token: str) -> Response:
         principal = await run_in_threadpool(self.owner_of, visit.approval, token)
         if principal is None:
-            return respond(403, html.login_form(visit.csrf, WRONG_TOKEN))
+            return respond(403, self.login.form(visit.csrf, self.login.refusal()))
         session = Visit(visit.approval, "confirm", secrets.token_urlsafe(32), principal)
         return redirect_with(request, session, self.seal(session))
 
-    def owner_of(self, approval_id: str, token: str) -> str | None:
-        """The approval's principal if `token` is that principal's live API token."""
-        from notes_server.security.tokens import TokenVerifier, looks_like_token
+    def owner_of(self, approval_id: str, secret: str) -> str | None:
+        """The approval's principal if `secret` proves the person is it (see `login`)."""
         from notes_server.store import approvals
         from notes_server.store.engine import read_tx
-        from notes_server.store.tokens import SqlTokenRecords
 
-        if not looks_like_token(token):
-            return None
-        principal = TokenVerifier(SqlTokenRecords(self.services.engine)).principal_for(token)
         with read_tx(self.services.engine) as conn:
             approval = approvals.get(conn, approval_id)
-        if principal is None or approval is None or approval.principal != principal:
+        if approval is None or approval.expires_at <= self.services.clock():
             return None
-        return principal
+        return self.login.principal_for(approval, secret)
 
     def confirm_page(self, visit: Visit, error: str | None) -> Response:
         from notes_server.store import approvals
@@ -238,7 +237,6 @@ FORM_TYPE = "application/x-www-form-urlencoded"
 NO_VISIT = "Open the approval link your assistant showed you (each link works once)."
 BAD_LINK = "This approval link is invalid, expired or was already used."
 BAD_CSRF = "The form was not submitted from this page. Reload the page and try again."
-WRONG_TOKEN = "That token does not belong to the account that asked for this purge."
 CLOSED = "This approval is no longer open (it expired, was answered or was used)."
 APPROVED = "Approved. Go back to your assistant and continue: it will now purge these notes."
 MISTYPED = "The name you typed does not match the workspace. Nothing was approved."

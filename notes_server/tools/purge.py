@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -92,9 +92,11 @@ class PurgeNotes(ConfirmedAction):
     }
     tool_annotations = tool_hints("Purge archived notes", read_only=False, destructive=True)
 
-    def __init__(self, services: Services, page_base: str) -> None:
+    def __init__(self, services: Services, page_base: Callable[[], str]) -> None:
+        """`page_base()` is the approval page's origin (over stdio, calling it starts the
+        loopback listener), asked only when a URL is sent."""
         super().__init__(services)
-        self.page_url = page_base.rstrip("/") + APPROVAL_PATH
+        self.page_base = page_base
 
     # -- round dispatch -------------------------------------------------------------------
 
@@ -162,7 +164,8 @@ class PurgeNotes(ConfirmedAction):
             payload=payload,
             ttl=APPROVAL_TTL.total_seconds(),
         )
-        url = f"{self.page_url}?a={payload['pa']}&k={payload['k']}"
+        base = self.page_base().rstrip("/")
+        url = f"{base}{APPROVAL_PATH}?a={payload['pa']}&k={payload['k']}"
         message = (
             f"Permanently delete {payload['cnt']} archived note(s) in {workspace}? This cannot "
             "be undone. Open the approval page on this server to review and approve them."

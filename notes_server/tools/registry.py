@@ -8,7 +8,7 @@ Tool subclasses; it becomes an extension of its own, named after the module.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from notes_server.config import SettingsError
@@ -109,10 +109,13 @@ def tools_module_extension(module_name: str, services: Services) -> Extension:
 
 
 def builtin_extensions(
-    services: Services, tools_modules: Sequence[str] = (), *, page_base: str | None = None
+    services: Services,
+    tools_modules: Sequence[str] = (),
+    *,
+    page_base: Callable[[], str] | None = None,
 ) -> list[Extension]:
     """What a server built from settings serves: notes, then each tools module in order; with
-    `page_base` (HTTP: the server's own origin) also `notes_purge` and its approval page."""
+    `page_base` (the approval page's origin) also `notes_purge` and its approval page."""
     served = [notes_extension(services)]
     if page_base is not None:
         from notes_server.approval.extension import purge_extension

@@ -1,0 +1,106 @@
+"""How the approval page knows the person is the principal that started the purge.
+
+- `TokenLogin` (HTTP): the principal's own API token for this server, typed into the page.
+- `CodeLogin` (stdio): a one-time code the server prints on its stderr when the link is opened.
+  Only the person who can read the server's own terminal or log sees it; the stdio server acts
+  for one principal. Five wrong codes burn it (open the link again from a new purge request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sys
+import threading
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+from notes_server.approval import html
+
+if TYPE_CHECKING:
+    from notes_server.store.approvals import Approval
+    from notes_server.tools.services import Services
+
+MAX_ATTEMPTS = 5
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
+WRONG_TOKEN = "That token does not belong to the account that asked for this purge."
+WRONG_CODE = "That is not the approval code this server printed for this request."
+
+
+class Login(Protocol):
+    def form(self, csrf: str, error: str | None = None) -> str:
+        """The sign-in step's HTML."""
+
+    def refusal(self) -> str:
+        """What a wrong secret is told (never which part was wrong)."""
+
+    def link_opened(self, approval: str) -> None:
+        """The one-time link was just spent for `approval`."""
+
+    def principal_for(self, approval: Approval, secret: str) -> str | None:
+        """The approval's principal if `secret` proves the person is it; else None."""
+
+
+class TokenLogin:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def form(self, csrf: str, error: str | None = None) -> str:
+        return html.login_form(csrf, error)
+
+    def refusal(self) -> str:
+        return WRONG_TOKEN
+
+    def link_opened(self, approval: str) -> None:
+        return None
+
+    def principal_for(self, approval: Approval, secret: str) -> str | None:
+        from notes_server.security.tokens import TokenVerifier, looks_like_token
+        from notes_server.store.tokens import SqlTokenRecords
+
+        if not looks_like_token(secret):
+            return None
+        principal = TokenVerifier(SqlTokenRecords(self.services.engine)).principal_for(secret)
+        return principal if principal == approval.principal else None
+
+
+class CodeLogin:
+    def __init__(self, principal: str, out: TextIO | None = None) -> None:
+        self.principal = principal
+        self.out = out
+        self.lock = threading.Lock()
+        self.codes: dict[str, tuple[str, int]] = {}  # approval -> (SHA-256 of code, tries)
+
+    def form(self, csrf: str, error: str | None = None) -> str:
+        return html.code_form(csrf, error)
+
+    def refusal(self) -> str:
+        return WRONG_CODE
+
+    def link_opened(self, approval: str) -> None:
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(10))
+        with self.lock:
+            self.codes[approval] = (_digest(code), 0)
+        shown = f"{code[:5]}-{code[5:]}"
+        out = self.out or sys.stderr
+        out.write(f"notes-server: approval code for purge request {approval}: {shown}\n")
+        out.flush()
+
+    def principal_for(self, approval: Approval, secret: str) -> str | None:
+        typed = secret.replace("-", "").replace(" ", "").upper()
+        with self.lock:
+            entry = self.codes.get(approval.id)
+            if entry is None:
+                return None
+            if secrets.compare_digest(entry[0], _digest(typed)):
+                del self.codes[approval.id]
+            elif entry[1] + 1 >= MAX_ATTEMPTS:
+                del self.codes[approval.id]
+                return None
+            else:
+                self.codes[approval.id] = (entry[0], entry[1] + 1)
+                return None
+        return self.principal if approval.principal == self.principal else None
+
+
+def _digest(code: str) -> str:
+    return hashlib.sha256(code.encode("ascii", "replace")).hexdigest()
