@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from notes_server.apps.extension import apps_extension
 from notes_server.config import SettingsError
 from notes_server.extensions.base import Extension, ToolMetaHook
 from notes_server.tools.archive import ArchiveNote, RestoreNote
@@ -109,8 +110,9 @@ def tools_module_extension(module_name: str, services: Services) -> Extension:
 
 
 def builtin_extensions(services: Services, tools_modules: Sequence[str] = ()) -> list[Extension]:
-    """What a server built from settings serves: notes, then each tools module in order."""
+    """What a server built from settings serves: notes, MCP Apps, then each tools module."""
     return [
         notes_extension(services),
+        apps_extension(services),
         *(tools_module_extension(m, services) for m in tools_modules),
     ]
