@@ -8,6 +8,7 @@ bound, and filtered to the date range here.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 MAX_NOTES = 500
 SCAN_PAGE = 200
 MAX_SCAN = 2000
+DAY_FORMAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 DAY = {"type": "string", "minLength": 10, "maxLength": 10, "description": "A UTC day, YYYY-MM-DD"}
 
 ENTRY_SCHEMA = {
@@ -97,10 +99,11 @@ def _day(args: dict[str, Any], key: str) -> date | None:
     text = args.get(key)
     if text is None:
         return None
-    try:
-        return date.fromisoformat(text) if len(text) == 10 and text[4] == "-" else None
-    except ValueError:
-        pass
+    if DAY_FORMAT.fullmatch(text):
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            pass
     raise argument_error(NotesTimeline.name, key, "must be a day as YYYY-MM-DD")
 
 
@@ -147,14 +150,17 @@ def _days(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"date": day, "count": count} for day, count in counts.items()]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _text(
     workspace: str, entries: list[dict[str, Any]], days: list[dict[str, Any]], cut: bool
 ) -> str:
     if not entries:
         return f"No notes in {workspace} for these days."
-    plural = "" if len(entries) == 1 else "s"
     lines = [
-        f"Timeline of {workspace}: {len(entries)} note{plural} on {len(days)} day(s), "
+        f"Timeline of {workspace}: {_count(len(entries), 'note')} on {_count(len(days), 'day')}, "
         "by last update (UTC)."
     ]
     day = None
