@@ -8,6 +8,7 @@
 // frame from http://evil.test/ tries to feed the view a forged result. Every other request the
 // browser makes is refused and reported. Prints one JSON report on stdout; the Python test
 // asserts on it.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 // playwright-core lives in .apps-browser/ (scripts/apps-browser), not next to this file.
@@ -17,6 +18,7 @@ const env = process.env;
 const ENDPOINT = env.NOTES_URL + "/mcp";
 const WORKSPACE = env.NOTES_WORKSPACE;
 const OUT = env.SCREENSHOT_DIR;
+const BRIDGE = readFileSync(env.NODE_MODULES + "/../app-bridge.js", "utf-8");
 const APPS = { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } } };
 const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; " +
   "img-src data:; connect-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'";
@@ -36,37 +38,45 @@ async function mcp(method, params) {
   return await response.json();
 }
 
+// The host page: the official host-side bridge (@modelcontextprotocol/ext-apps' AppBridge over
+// its PostMessageTransport, loaded from /app-bridge.js) drives the view; a passive listener only
+// logs what the view sent. The bridge forwards the view's tools/call to the server through
+// Node; a confirmation the server asks for is declined, as a user who says no would.
 const HOST_PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>test host</title>
 <style>body{margin:0;font:12px sans-serif} iframe{border:0;width:100%;height:900px;display:block}
-#evil{width:1px;height:1px}</style></head><body>
+#evil{width:1px;height:1px}</style><script src="/app-bridge.js"></script></head><body>
 <iframe id="view" sandbox="allow-scripts" title="Notes timeline"></iframe>
 <script>
 window.hostLog = [];
 const frame = document.getElementById("view");
 let initialized = false;
-function send(msg) { frame.contentWindow.postMessage(msg, "*"); }  // the view's origin is opaque
-window.addEventListener("message", async (event) => {
+window.addEventListener("message", (event) => {
   if (event.source !== frame.contentWindow) return;
   const msg = event.data;
   window.hostLog.push({ method: msg.method, id: msg.id, params: msg.params, result: msg.result, initialized });
-  if (msg.method === "ui/initialize") {
-    send({ jsonrpc: "2.0", id: msg.id, result: { protocolVersion: "2026-01-26",
-      hostInfo: { name: "apps-test-host", version: "1" },
-      hostCapabilities: { serverTools: {} },
-      hostContext: { theme: "light", locale: "en-US", displayMode: "inline",
-        containerDimensions: { maxWidth: 900 } } } });
-  } else if (msg.method === "ui/notifications/initialized") {
-    initialized = true;
-    send({ jsonrpc: "2.0", method: "ui/notifications/tool-input", params: { arguments: window.toolArgs } });
-    send({ jsonrpc: "2.0", method: "ui/notifications/tool-result", params: window.toolResult });
-  } else if (msg.method === "tools/call" && msg.id !== undefined) {
-    const reply = await window.forwardToServer("tools/call", msg.params);
-    send(reply.error ? { jsonrpc: "2.0", id: msg.id, error: reply.error }
-                     : { jsonrpc: "2.0", id: msg.id, result: reply.result });
-  }
 });
-window.startView = (html) => { frame.srcdoc = html; };
-window.hostSend = send;
+const { AppBridge, PostMessageTransport } = window.ExtApps;
+const bridge = new AppBridge(null, { name: "apps-test-host", version: "1" }, { serverTools: {} }, {
+  hostContext: { theme: "light", locale: "en-US", displayMode: "inline", containerDimensions: { maxWidth: 900 } } });
+bridge.oninitialized = () => {
+  initialized = true;
+  bridge.sendToolInput({ arguments: window.toolArgs });
+  bridge.sendToolResult(window.toolResult);
+};
+bridge.oncalltool = async (params) => {
+  const reply = await window.forwardToServer("tools/call", { name: params.name, arguments: params.arguments });
+  if (reply.error) throw new Error(reply.error.message);
+  if (reply.result.resultType === "input_required") {
+    return { content: [{ type: "text", text: "The user did not confirm." }], isError: true };
+  }
+  return reply.result;
+};
+window.startView = async (html) => {
+  await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
+  frame.srcdoc = html;
+};
+window.setTheme = (theme) => bridge.setHostContext({ ...bridge.getHostContext?.(), theme });
+window.teardown = () => bridge.teardownResource({ reason: "test" });
 window.addEvilFrame = () => {
   const evil = document.createElement("iframe");
   evil.id = "evil";
@@ -110,6 +120,7 @@ async function main() {
     await page.route("**/*", (route) => {
       const url = route.request().url();
       if (url === "http://host.test/") return route.fulfill({ contentType: "text/html", body: HOST_PAGE });
+      if (url === "http://host.test/app-bridge.js") return route.fulfill({ contentType: "text/javascript", body: BRIDGE });
       if (url === "http://evil.test/forge.html") return route.fulfill({ contentType: "text/html", body: EVIL_PAGE });
       report.refused.push(url);
       return route.abort();
@@ -167,8 +178,7 @@ async function main() {
     report.forgerySent = true;
 
     // Dark theme through host-context-changed.
-    await page.evaluate(() => window.hostSend({ jsonrpc: "2.0",
-      method: "ui/notifications/host-context-changed", params: { theme: "dark" } }));
+    await page.evaluate(() => window.setTheme("dark"));
     await view.locator("html[data-theme='dark']").waitFor({ timeout: 20000 });
     report.beforeForgery = before;
     report.afterForgery = await view.locator("button.note").allTextContents();
@@ -178,16 +188,14 @@ async function main() {
 
     // Narrow: 320 px wide, nothing scrolls sideways.
     await page.setViewportSize({ width: 320, height: 700 });
-    await page.evaluate(() => window.hostSend({ jsonrpc: "2.0",
-      method: "ui/notifications/host-context-changed", params: { theme: "light" } }));
+    await page.evaluate(() => window.setTheme("light"));
     await view.locator("html[data-theme='light']").waitFor({ timeout: 20000 });
     report.narrowOverflow = await view.locator("html").evaluate((h) => h.scrollWidth - h.clientWidth);
     await painted(view);
     await page.screenshot({ path: OUT + "/timeline-narrow.png", fullPage: true });
 
     // Teardown: the view clears what it showed.
-    await page.evaluate(() => window.hostSend({ jsonrpc: "2.0", id: "bye", method: "ui/resource-teardown",
-      params: { reason: "test" } }));
+    report.teardownAnswer = await page.evaluate(() => window.teardown());
     await view.locator("#status").filter({ hasText: "no longer available" }).waitFor({ timeout: 20000 });
     report.afterTeardown = await view.locator("button.note").count();
     report.hostLog = await page.evaluate(() => window.hostLog);
