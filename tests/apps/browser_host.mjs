@@ -144,6 +144,10 @@ async function main() {
     await view.locator("#filter").fill("tomatoes");
     report.filtered = await view.locator("button.note").allTextContents();
     await view.locator("#filter").fill("");
+    // The date range is local too: from 2026-03-02 leaves that day only.
+    await view.locator("#from").fill("2026-03-02");
+    report.fromFiltered = await view.locator("section[data-day]").evaluateAll((s) => s.map((x) => x.dataset.day));
+    await view.locator("#from").fill("");
 
     // Keyboard: focus the first note, ArrowDown moves to the next one, Enter opens it.
     await view.locator("button.note").first().focus();
@@ -164,6 +168,14 @@ async function main() {
     report.archiveStatus = await view.locator("#status").textContent();
     const after = await mcp("tools/call", { name: "notes_timeline", arguments: args });
     report.titlesAfterArchive = after.result.structuredContent.notes.map((n) => n.title);
+
+    // The archived toggle asks the host for the timeline again, with archived notes.
+    await view.locator("#archived").check();
+    await view.locator("button.note", { hasText: "Old idea" }).waitFor({ timeout: 20000 });
+    report.withArchived = await view.locator("button.note").allTextContents();
+    report.archivedBadges = await view.locator(".badge").allTextContents();
+    await view.locator("#archived").uncheck();
+    await view.locator("button.note", { hasText: "Old idea" }).waitFor({ state: "detached", timeout: 20000 });
 
     // A forged result from another origin's window changes nothing. Once the real host's
     // theme change (posted after the forgery was sent) shows, the forgery was handled too.

@@ -124,7 +124,13 @@ def test_the_text_filter_narrows_the_timeline(report: dict[str, Any]) -> None:
 def test_a_click_on_a_note_asks_the_host_to_call_notes_open(report: dict[str, Any]) -> None:
     calls = [e["params"] for e in report["hostLog"] if e.get("method") == "tools/call"]
 
-    assert [c["name"] for c in calls] == ["notes_open", "notes_open", "notes_archive"]
+    assert [c["name"] for c in calls] == [
+        "notes_open",
+        "notes_open",
+        "notes_archive",
+        "notes_timeline",
+        "notes_timeline",
+    ]
     assert {c["arguments"]["workspaceUri"] for c in calls} == {NOTES}
     assert [c["arguments"].get("noteId") for c in calls[:2]] == [
         report["ids"]["Q1 plans"],
@@ -148,6 +154,25 @@ def test_archive_from_the_view_is_a_host_call_the_view_cannot_approve(
     }
     assert report["archiveStatus"] == "Not archived."  # the host's user declined
     assert report["titlesAfterArchive"] == ["Standup", "Q1 plans", "Garden"]
+
+
+def test_the_date_range_keeps_only_its_days(report: dict[str, Any]) -> None:
+    assert report["fromFiltered"] == ["2026-03-02"]
+
+
+def test_the_archived_toggle_asks_the_host_for_archived_notes(report: dict[str, Any]) -> None:
+    calls = [
+        e["params"]["arguments"]
+        for e in report["hostLog"]
+        if (e.get("params") or {}).get("name") == "notes_timeline"
+    ]
+
+    assert calls == [
+        {"workspaceUri": NOTES, "includeArchived": True},
+        {"workspaceUri": NOTES, "includeArchived": False},
+    ]
+    assert report["withArchived"] == ["Standup", "Q1 plans", "Garden", "Old idea"]
+    assert report["archivedBadges"] == ["archived"]
 
 
 def test_keyboard_arrows_move_between_notes(report: dict[str, Any]) -> None:
