@@ -311,3 +311,47 @@ def test_an_unknown_ui_uri_is_not_found_with_the_uri(call: Call) -> None:
         "message": "Resource not found",
         "data": {"uri": "ui://notes/other.html"},
     }
+
+
+@pytest.fixture
+def many(migrated_engine: Engine) -> int:
+    """505 notes, one an hour from 2026-01-01 00:00 UTC (so 24 a day, the last on Jan 22)."""
+    from datetime import UTC, datetime, timedelta
+
+    from notes_server.store import grants, notes
+    from notes_server.store.engine import write_tx
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with write_tx(migrated_engine) as conn:
+        grants.upsert(conn, "alice", NOTES, "write", start)
+        for i in range(505):
+            notes.insert_note(
+                conn, workspace=NOTES, path=f"n{i:03}.md", title=f"n{i}", body="x",
+                now=start + timedelta(hours=i),
+            )  # fmt: skip
+    return 505
+
+
+def test_a_timeline_past_its_bound_says_it_was_cut_short(call_tool: Call, many: int) -> None:
+    result = _timeline(call_tool)
+    data = result["structuredContent"]
+
+    assert len(data["notes"]) == 500
+    assert data["truncated"] is True
+    assert data["notes"][0]["title"] == "n504"
+    assert result["content"][0]["text"].endswith(
+        "More notes match: narrow the days or the query to see the rest."
+    )
+
+
+def test_a_day_range_over_many_pages_finds_every_note_of_its_days(
+    call_tool: Call, many: int
+) -> None:
+    data = _timeline(call_tool, **{"from": "2026-01-02", "to": "2026-01-03"})["structuredContent"]
+
+    assert len(data["notes"]) == 48
+    assert data["truncated"] is False
+    assert data["days"] == [
+        {"date": "2026-01-03", "count": 24},
+        {"date": "2026-01-02", "count": 24},
+    ]
