@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from notes_server.apps.extension import apps_extension
 from notes_server.config import SettingsError
 from notes_server.extensions.base import Extension, ToolMetaHook
 from notes_server.tools.archive import ArchiveNote, RestoreNote
@@ -114,9 +115,9 @@ def builtin_extensions(
     *,
     page_base: Callable[[], str] | None = None,
 ) -> list[Extension]:
-    """What a server built from settings serves: notes, then each tools module in order; with
-    `page_base` (the approval page's origin) also `notes_purge` and its approval page."""
-    served = [notes_extension(services)]
+    """What a server built from settings serves: notes, MCP Apps, then (with `page_base`, the
+    approval page's origin) `notes_purge` and its approval page, then each tools module."""
+    served = [notes_extension(services), apps_extension(services)]
     if page_base is not None:
         from notes_server.approval.extension import purge_extension
 

@@ -281,7 +281,7 @@ def test_modern_requests_stay_stateless_after_a_legacy_initialize(legacy: Legacy
     )
 
     assert listed["result"]["resultType"] == "complete"
-    assert listed["result"]["cacheScope"] == "public"
+    assert listed["result"]["cacheScope"] == "private"  # it follows the Apps capability
     # the modern request declares no capabilities; the legacy session's are not borrowed
     assert delete["error"]["code"] == -32021
     assert client.result("ping") == {}

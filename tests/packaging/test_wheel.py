@@ -157,7 +157,12 @@ def test_the_wheel_ships_every_module_and_data_file_of_the_package(installed: In
         shipped = {n for n in archive.namelist() if ".dist-info/" not in n}
 
     assert shipped == _source_files()
-    assert {"notes_server/py.typed", "notes_server/migrations/script.py.mako"} <= shipped
+    data = {
+        "notes_server/py.typed",
+        "notes_server/migrations/script.py.mako",
+        "notes_server/apps/timeline.html",  # the MCP Apps view, read with importlib.resources
+    }
+    assert data <= shipped
 
 
 def test_the_installed_package_is_imported_from_the_venv_not_the_sources(

@@ -109,12 +109,18 @@ def test_an_extension_without_a_meta_hook_keeps_the_shared_public_list(
     assert json.loads(first or b"")["result"]["cacheScope"] == "public"
 
 
-def test_the_default_server_lists_exactly_the_notes_tools_publicly(call: Call) -> None:
+def test_the_default_server_serves_the_notes_then_the_apps_tools(call: Call) -> None:
     result = call("tools/list", caps=CAPABLE)["result"]
 
-    assert result["cacheScope"] == "public"
-    assert all("_meta" not in tool for tool in result["tools"])
-    assert call("server/discover")["result"]["capabilities"] == {"tools": {}, "resources": {}}
+    names = [tool["name"] for tool in result["tools"]]
+    assert names == [cls.name for cls in SHIPPED] + ["notes_timeline", "notes_open"]
+    assert result["cacheScope"] == "private"  # the Apps extension's `_meta` follows capabilities
+    assert all("_meta" not in tool for tool in result["tools"])  # the demo id is not Apps
+    assert call("server/discover")["result"]["capabilities"] == {
+        "tools": {},
+        "resources": {},
+        "extensions": {"io.modelcontextprotocol/ui": {}},
+    }
 
 
 def test_resources_read_routes_demo_uris_to_the_extension(ask: Call) -> None:

@@ -103,11 +103,15 @@ def test_tools_list_is_deterministic(call: Call) -> None:
     assert [t["name"] for t in first["tools"]] == [t["name"] for t in second["tools"]]
 
 
-def test_tools_list_is_cacheable_and_public(call: Call) -> None:
+def test_tools_list_is_cacheable_and_private_as_it_follows_the_apps_capability(
+    call: Call,
+) -> None:
     result = result_of(call("tools/list"))
 
     assert type(result["ttlMs"]) is int and result["ttlMs"] >= 0
-    assert result["cacheScope"] == "public"
+    # notes_timeline carries `_meta.ui` only for Apps hosts: a shared cache keyed on the
+    # method alone could hand that variant to another client.
+    assert result["cacheScope"] == "private"
     assert "nextCursor" not in result
 
 

@@ -105,11 +105,12 @@ UNSUPPORTED = {"supported": ["2026-07-28"], "requested": "1999-01-01"}
 CASES = [
     case("discover-ok", DISCOVER, 200, None, check=_result("cacheScope", "public")),
     case(
-        "tools-list-is-public",
+        # private: notes_timeline's `_meta.ui` follows the request's Apps capability
+        "tools-list-is-private",
         make_request("tools/list"),
         200,
         None,
-        check=_result("cacheScope", "public"),
+        check=_result("cacheScope", "private"),
     ),
     case(
         "resources-list-is-private",
