@@ -11,6 +11,9 @@ goes to the stateless pipeline untouched (a session id on it is ignored). Otherw
 - requests are translated by `legacy.session.LegacyHandler`; a `tools/call` that needs the
   user's input continues on an SSE stream (`http_stream`); notifications and the
   client's responses to our questions are accepted with 202;
+- a client that declared `roots` is asked `roots/list` on the SSE stream of its first request
+  that depends on them (tools/call, resources/*), and again after `notifications/initialized`
+  or `.../roots/list_changed`; the answer is kept in the session row (`legacy.roots`);
 - `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
   requests only on the stream of the POST they belong to, so no standalone stream is needed.
 
@@ -38,6 +41,14 @@ from notes_server.legacy.http_stream import (
     Conversation,
     Wakeups,
     request_key,
+)
+from notes_server.legacy.roots import (
+    ROOTS_CHANGED,
+    GrantLookup,
+    Roots,
+    declares_roots,
+    dump_roots,
+    load_roots,
 )
 from notes_server.legacy.rounds import needs_input
 from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
@@ -73,6 +84,7 @@ class LegacyHttpOptions:
     repository: Callable[[], SqlLegacySessions]
     clock: Callable[[], datetime]
     answer_wait_s: float
+    grants: GrantLookup | None = None
 
 
 def session_hash(session_id: str) -> str:
@@ -104,7 +116,16 @@ class SessionStore:
         if record is None:
             return None
         info = None if record.client_info_json is None else json.loads(record.client_info_json)
-        return LegacySession(record.version, json.loads(record.capabilities_json), info)
+        return LegacySession(
+            record.version,
+            json.loads(record.capabilities_json),
+            info,
+            load_roots(record.roots_json),
+            record.roots_generation,
+        )
+
+    def keep_roots(self, key: str, roots: Roots, generation: int) -> None:
+        self.repo.store_roots(key, dump_roots(roots), generation)
 
     def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
         expires = self.options.clock() + timedelta(seconds=wait_s + 60)
@@ -209,9 +230,10 @@ class LegacyHttp:
             await self._deliver(key, message)
             return Response(status_code=202)
         if isinstance(message, Notification):
-            await self._notice(key, message)
+            await self._notice(key, message, principal, session)
             return Response(status_code=202)
-        return await self._request(key, LegacyHandler(self.server, principal, session), message)
+        handler = LegacyHandler(self.server, principal, session, grants=self.store.options.grants)
+        return await self._request(key, handler, message)
 
     async def _deliver(self, key: str, response: dict[str, Any]) -> None:
         """A client's answer to one of our questions: into the database, then wake the stream
@@ -225,7 +247,13 @@ class LegacyHttp:
         if await self.run(lambda: self.store.repo.answer(key, question, text, now)):
             self.wakeups.wake(key, question)
 
-    async def _notice(self, key: str, notice: Notification) -> None:
+    async def _notice(
+        self, key: str, notice: Notification, principal: str, session: LegacySession
+    ) -> None:
+        if notice.method in ROOTS_CHANGED and declares_roots(session.capabilities):
+            # Asked again on the stream of the next request that depends on them.
+            await self.run(lambda: self.store.repo.forget_roots(key, principal))
+            return
         if notice.method != "notifications/cancelled":
             return
         cancelled = notice.params.get("requestId")
@@ -237,26 +265,37 @@ class LegacyHttp:
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
         refused = handler.refusal(request.method)
+        if refused is None and handler.roots_needed(request.method):
+            return self._conversation(key, handler, request, None)
         if refused is None:
             result, error = await self.run(lambda: handler.dispatch(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
-                return Conversation(
-                    handler,
-                    request,
-                    result,
-                    store=self.store,
-                    session=key,
-                    run=self.run,
-                    wakeups=self.wakeups,
-                    wait_limit=self.wait_s,
-                )
+                return self._conversation(key, handler, request, result)
             refused = handler.finish(request.method, result, error)
         result, error = refused
         if error is not None:
             return _json(200, encode_error(request.id, error))
         assert result is not None
         return _json(200, encode_result(request.id, result))
+
+    def _conversation(
+        self,
+        key: str,
+        handler: LegacyHandler,
+        request: Request,
+        required: dict[str, Any] | None,
+    ) -> Conversation:
+        return Conversation(
+            handler,
+            request,
+            required,
+            store=self.store,
+            session=key,
+            run=self.run,
+            wakeups=self.wakeups,
+            wait_limit=self.wait_s,
+        )
 
 
 def _parse(body: bytes) -> Any:

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from starlette.types import Receive, Scope, Send
 
+from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
 from notes_server.legacy.rounds import (
     MAX_ROUNDS,
     Outcome,
@@ -73,6 +74,8 @@ class QuestionStore(Protocol):
 
     def close(self, key: str, question: str) -> None: ...
 
+    def keep_roots(self, key: str, roots: Roots, generation: int) -> None: ...
+
 
 class Wakeups:
     """Process-local: the holding stream wakes at once when its answer arrives in this worker."""
@@ -101,7 +104,7 @@ class Conversation:
         self,
         handler: LegacyHandler,
         request: Request,
-        required: dict[str, Any],
+        required: dict[str, Any] | None,
         *,
         store: QuestionStore,
         session: str,
@@ -145,9 +148,13 @@ class Conversation:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _converse(self, send: Send) -> None:
-        request, required = self.request, self.required
-        result: dict[str, Any] | None = required
+        """`required` None: ask the client's roots first, then run the request itself."""
+        request = self.request
+        result: dict[str, Any] | None = self.required
         error: dict[str, Any] | None = None
+        if result is None:
+            await self._learn_roots(send)
+            result, error = await self.run(functools.partial(self.handler.dispatch, request))
         rounds = 0
         while needs_input(result):
             assert result is not None
@@ -161,7 +168,7 @@ class Conversation:
             result, error = await self.run(functools.partial(self.handler.dispatch, request))
         else:
             result, error = after_rounds(rounds, result, error)
-        await send(_body(self.request.id, self.handler.finish("tools/call", result, error)))
+        await send(_body(self.request.id, self.handler.finish(request.method, result, error)))
 
     async def _ask_all(self, required: dict[str, Any], send: Send) -> dict[str, Any]:
         answers: dict[str, Any] = {}
@@ -173,10 +180,20 @@ class Conversation:
                 answers[key] = answer
         return answers
 
-    async def _ask(self, message: dict[str, Any], send: Send) -> dict[str, Any] | None:
+    async def _learn_roots(self, send: Send) -> None:
+        """Ask `roots/list` on this stream; keep the answer for the session's later requests."""
+        session = self.handler.session
+        question = roots_request(f"s-{secrets.token_hex(8)}")
+        response = await self._ask(question, send, min(self.wait_limit, ROOTS_WAIT_S))
+        roots = self.handler.learn_roots(response)
+        await self.run(lambda: self.store.keep_roots(self.session, roots, session.roots_generation))
+
+    async def _ask(
+        self, message: dict[str, Any], send: Send, wait_s: float | None = None
+    ) -> dict[str, Any] | None:
         """Send one question and wait for its answer (None: the wait ran out)."""
         question_id = str(message["id"])
-        deadline = anyio.current_time() + self.wait_limit
+        deadline = anyio.current_time() + (self.wait_limit if wait_s is None else wait_s)
         client_key = request_key(self.request.id)
         asked = await self.run(
             lambda: self.store.ask(self.session, question_id, client_key, self.wait_limit)

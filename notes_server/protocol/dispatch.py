@@ -27,6 +27,8 @@ from notes_server.protocol.envelope import (
 from notes_server.protocol.meta import read_meta
 from notes_server.protocol.server_view import ResourceProvider, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
+from notes_server.security.uri import WorkspaceUri
+from notes_server.tools.base import ProgressSink
 
 if TYPE_CHECKING:
     from notes_server.tools.registry import ToolRegistry
@@ -148,11 +150,17 @@ class McpServer:
         log.debug("notification %s ignored", message.method[:64])
 
     def handle_request(
-        self, request: Request, principal: str
+        self,
+        request: Request,
+        principal: str,
+        *,
+        roots: tuple[WorkspaceUri, ...] | None = None,
+        progress: ProgressSink | None = None,
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """Return (result, None) or (None, error object)."""
+        """Return (result, None) or (None, error object). `roots` narrows what the principal
+        may touch (a legacy session's roots); `progress` receives a tool's progress reports."""
         try:
-            result = self._dispatch(request, principal)
+            result = self._dispatch(request, principal, roots, progress)
         except McpError as exc:
             if getattr(exc, "reason", None):
                 log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
@@ -161,7 +169,13 @@ class McpServer:
             return None, internal_error(exc, request.method)
         return result, None
 
-    def _dispatch(self, request: Request, principal: str) -> dict[str, Any]:
+    def _dispatch(
+        self,
+        request: Request,
+        principal: str,
+        roots: tuple[WorkspaceUri, ...] | None,
+        progress: ProgressSink | None,
+    ) -> dict[str, Any]:
         meta = read_meta(request.params)
         handler = HANDLERS.get(request.method)
         if handler is None:
@@ -173,6 +187,8 @@ class McpServer:
             meta.protocol_version,
             meta.capabilities,
             meta.client_info,
+            roots,
+            progress,
         )
         result = handler(self, ctx, request.params)
         if not isinstance(result, EncodedResult):  # static results are stamped already

@@ -54,7 +54,7 @@ class ImportFolder(Tool):
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             folder = folders.mirror_folder(conn, ctx.principal, workspace.uri)
         if folder is None:
             raise ToolFailure(

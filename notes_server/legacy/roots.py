@@ -1,0 +1,101 @@
+"""A 2025-11-25 client's roots: asked with `roots/list`, and only ever narrowing the grants.
+
+Roots are hints from the client, never authority: a session may touch a workspace only when
+the principal holds a grant for it AND it is one of the roots or lies below one
+(`tools.scope.within_roots`). A root that covers no granted workspace is ignored and logged; a
+root that is not a strict `file:///` URI is ignored and logged; a failed or malformed
+`roots/list` answer counts as no roots at all (nothing usable), since the client did declare
+that it would narrow. A client that declared no `roots` capability is not narrowed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from notes_server.errors import UriError
+from notes_server.security.uri import WorkspaceUri, parse_workspace_uri
+from notes_server.tools.scope import within_roots
+
+log = logging.getLogger("notes_server.legacy")
+
+Roots = tuple[WorkspaceUri, ...]
+# principal -> the canonical URIs of the workspaces granted to it (composed at the edges)
+GrantLookup = Callable[[str], list[str]]
+# Methods whose answer depends on which workspaces the session may touch.
+NARROWED_METHODS = frozenset({"tools/call", "resources/list", "resources/read"})
+# Client notifications after which the roots are (re)asked.
+ROOTS_CHANGED = frozenset({"notifications/initialized", "notifications/roots/list_changed"})
+MAX_ROOTS = 100
+ROOTS_WAIT_S = 30.0  # a client answers roots/list by itself; no user is involved
+
+NO_USABLE_WORKSPACE = (
+    "This call needs a workspaceUri, and none can be chosen for you: {why} Call the tool again "
+    "with workspaceUri set to one of the usable workspaces: {usable}."
+)
+
+
+def declares_roots(capabilities: dict[str, Any]) -> bool:
+    return isinstance(capabilities.get("roots"), dict)
+
+
+def roots_request(request_id: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "roots/list"}
+
+
+def read_roots(response: dict[str, Any] | None) -> Roots:
+    """The usable roots in a client's `roots/list` response; anything unusable is logged."""
+    result = None if response is None else response.get("result")
+    listed = result.get("roots") if isinstance(result, dict) else None
+    if not isinstance(listed, list):
+        log.warning("legacy client gave no usable roots/list answer; no workspace is usable")
+        return ()
+    roots: list[WorkspaceUri] = []
+    for entry in listed[:MAX_ROOTS]:
+        uri = entry.get("uri") if isinstance(entry, dict) else None
+        try:
+            roots.append(parse_workspace_uri(uri if isinstance(uri, str) else ""))
+        except UriError as exc:
+            log.info("ignored a client root that is not a plain file:/// URI (%s)", exc)
+    return tuple(dict.fromkeys(roots))
+
+
+def log_outside(principal: str, roots: Roots, granted: list[str]) -> None:
+    """Log each root that opens none of the principal's workspaces (it is simply ignored)."""
+    workspaces = [parse_workspace_uri(uri) for uri in granted]
+    for root in roots:
+        if not any(within_roots(ws, (root,)) for ws in workspaces):
+            log.warning(
+                "ignored client root %s: it holds no workspace granted to %s",
+                root.uri[:200],
+                principal[:64],
+            )
+
+
+def usable(granted: list[str], roots: Roots | None) -> list[str]:
+    return [uri for uri in granted if within_roots(parse_workspace_uri(uri), roots)]
+
+
+def missing_workspace(usable_uris: list[str], roots: Roots | None) -> str:
+    """The tool error when a call omits workspaceUri and no single workspace is implied."""
+    if roots is None:
+        why = "this client shares no roots, so the workspace must be named."
+    elif not usable_uris:
+        why = "the client's roots hold none of the workspaces granted to this user."
+    else:
+        why = "the client's roots hold several granted workspaces."
+    listing = ", ".join(usable_uris) if usable_uris else "(none)"
+    return NO_USABLE_WORKSPACE.format(why=why, usable=listing)
+
+
+def dump_roots(roots: Roots) -> str:
+    return json.dumps([root.uri for root in roots])
+
+
+def load_roots(text: str | None) -> Roots | None:
+    """Roots stored in a session row; None when they are still to be asked."""
+    if text is None:
+        return None
+    return tuple(parse_workspace_uri(uri) for uri in json.loads(text))
