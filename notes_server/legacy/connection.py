@@ -37,6 +37,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.progress import progress_sink
 from notes_server.transports.stdio import (
     Frame,
     LineReader,
@@ -108,7 +109,8 @@ class DualEraConnection:
 
     def _route(self, request: Request) -> Outcome:
         if is_modern(request.params):
-            return self.server.handle_request(request, self.principal)
+            progress = progress_sink(request.params, self.writer.write)
+            return self.server.handle_request(request, self.principal, progress=progress)
         if request.method == "initialize":
             return self._initialize(request)
         if self.legacy is None:

@@ -63,6 +63,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.progress import progress_token
 from notes_server.protocol.versions import LATEST
 from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 from notes_server.transports.http_responses import error_response
@@ -265,7 +266,7 @@ class LegacyHttp:
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
         refused = handler.refusal(request.method)
-        if refused is None and handler.roots_needed(request.method):
+        if refused is None and (handler.roots_needed(request.method) or _streams_progress(request)):
             return self._conversation(key, handler, request, None)
         if refused is None:
             result, error = await self.run(lambda: handler.dispatch(request))
@@ -296,6 +297,11 @@ class LegacyHttp:
             wakeups=self.wakeups,
             wait_limit=self.wait_s,
         )
+
+
+def _streams_progress(request: Request) -> bool:
+    """A `tools/call` that asked for progress is answered on a stream that can carry it."""
+    return request.method == "tools/call" and progress_token(request.params) is not None
 
 
 def _parse(body: bytes) -> Any:

@@ -16,6 +16,7 @@ answered cannot stop a retry already running in a worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -42,6 +43,7 @@ from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.store.sessions import Answer
+from notes_server.transports.http_progress import Relay
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -148,13 +150,15 @@ class Conversation:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _converse(self, send: Send) -> None:
-        """`required` None: ask the client's roots first, then run the request itself."""
+        """`required` None: run the request itself here (after asking the client's roots
+        when they are needed), so that its progress and questions share this stream."""
         request = self.request
         result: dict[str, Any] | None = self.required
         error: dict[str, Any] | None = None
         if result is None:
-            await self._learn_roots(send)
-            result, error = await self.run(functools.partial(self.handler.dispatch, request))
+            if self.handler.roots_needed(request.method):
+                await self._learn_roots(send)
+            result, error = await self._dispatch(request, send)
         rounds = 0
         while needs_input(result):
             assert result is not None
@@ -165,7 +169,7 @@ class Conversation:
             answers = await self._ask_all(result, send)
             params = retry_params(request.params, result, answers)
             request = Request(request.id, request.method, params)
-            result, error = await self.run(functools.partial(self.handler.dispatch, request))
+            result, error = await self._dispatch(request, send)
         else:
             result, error = after_rounds(rounds, result, error)
         await send(_body(self.request.id, self.handler.finish(request.method, result, error)))
@@ -179,6 +183,22 @@ class Conversation:
             if answer is not None:
                 answers[key] = answer
         return answers
+
+    async def _dispatch(self, request: Request, send: Send) -> Outcome:
+        """The request in a worker thread; its progress notifications go out as they come."""
+        relay = Relay()
+        call = functools.partial(self.handler.dispatch, request, relay.emit)
+        work = asyncio.ensure_future(self.run(call))
+
+        async def event(payload: bytes) -> None:
+            await send(
+                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+            )
+
+        try:
+            return await relay.forward(work, event)
+        finally:
+            work.cancel()  # only when this stream is torn down; the thread finishes on its own
 
     async def _learn_roots(self, send: Send) -> None:
         """Ask `roots/list` on this stream; keep the answer for the session's later requests."""

@@ -49,6 +49,7 @@ from notes_server.legacy.translate import (
     tool_error_result,
 )
 from notes_server.protocol.envelope import Request, RequestId
+from notes_server.protocol.progress import Emit, progress_sink
 
 if TYPE_CHECKING:
     from notes_server.protocol.dispatch import McpServer
@@ -172,9 +173,10 @@ class LegacyHandler:
         assert result is not None
         return legacy_result(method, result), None
 
-    def dispatch(self, request: Request) -> Outcome:
+    def dispatch(self, request: Request, emit: Emit | None = None) -> Outcome:
         """The request through the core, stamped with the session's `_meta` and narrowed to
-        the client's roots (unknown roots of a client that declared them: nothing usable)."""
+        the client's roots (unknown roots of a client that declared them: nothing usable).
+        Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
         session = self.session
         params = modern_params(request.params, session.capabilities, session.client_info)
         roots = (self.roots or ()) if self.narrowed else None
@@ -182,8 +184,13 @@ class LegacyHandler:
             params, refused = self._default_workspace(params, roots)
             if refused is not None:
                 return refused, None
+        if emit is None and self.channel is not None:
+            emit = self.channel.writer.write
         return self.server.handle_request(
-            Request(request.id, request.method, params), self.principal, roots=roots
+            Request(request.id, request.method, params),
+            self.principal,
+            roots=roots,
+            progress=progress_sink(params, emit),
         )
 
     def _default_workspace(

@@ -25,6 +25,7 @@ from notes_server.protocol.envelope import (
     encode_result,
 )
 from notes_server.protocol.meta import read_meta
+from notes_server.protocol.progress import Emit, progress_sink
 from notes_server.protocol.server_view import ResourceProvider, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
 from notes_server.security.uri import WorkspaceUri
@@ -129,8 +130,11 @@ class McpServer:
         tool = self.registry.get(name)
         return tool is not None and tool.is_quick()
 
-    def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
-        """Decode, dispatch and encode one message; None for notifications."""
+    def handle_raw(
+        self, raw: bytes | str, principal: str, notify: Emit | None = None
+    ) -> bytes | None:
+        """Decode, dispatch and encode one message; None for notifications. `notify` writes
+        the request's own notifications (progress) before the reply, when it asked for them."""
         try:
             message = decode(raw)
         except DecodeFailure as failure:
@@ -138,7 +142,8 @@ class McpServer:
         if isinstance(message, Notification):
             self.handle_notification(message)
             return None
-        result, error = self.handle_request(message, principal)
+        progress = progress_sink(message.params, notify)
+        result, error = self.handle_request(message, principal, progress=progress)
         if error is not None:
             return encode_error(message.id, error)
         assert result is not None

@@ -9,6 +9,7 @@ real confirmation's (-32602).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from notes_server.errors import MissingCapability
@@ -121,12 +122,17 @@ class MultipleContentTypes(Fixture):
 
 
 class ToolWithProgress(Fixture):
-    """Answers at once: responses are plain JSON, so there is no stream to carry progress."""
+    """Reports 0, 50 and 100 of 100, about 50 ms apart (the work the suite asks to emulate);
+    the transport sends them only when the request carried `_meta.progressToken`."""
 
     name = "test_tool_with_progress"
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
-        return Content(text("Progress tool finished (no progress stream over JSON responses)."))
+        for step in (0, 50, 100):
+            if step:
+                time.sleep(0.05)
+            ctx.report_progress(step, 100)
+        return Content(text("Progress tool finished: reported 0, 50 and 100 of 100."))
 
 
 class LoggingTool(Fixture):
