@@ -117,15 +117,17 @@ class SessionStore:
         if record is None:
             return None
         info = None if record.client_info_json is None else json.loads(record.client_info_json)
+        known, roots = load_roots(record.roots_json)
         return LegacySession(
             record.version,
             json.loads(record.capabilities_json),
             info,
-            load_roots(record.roots_json),
+            roots,
+            known,
             record.roots_generation,
         )
 
-    def keep_roots(self, key: str, roots: Roots, generation: int) -> None:
+    def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None:
         self.repo.store_roots(key, dump_roots(roots), generation)
 
     def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:

@@ -4,8 +4,10 @@ Roots are hints from the client, never authority: a session may touch a workspac
 the principal holds a grant for it AND it is one of the roots or lies below one
 (`tools.scope.within_roots`). A root that covers no granted workspace is ignored and logged; a
 root that is not a strict `file:///` URI is ignored and logged; a failed or malformed
-`roots/list` answer counts as no roots at all (nothing usable), since the client did declare
-that it would narrow. A client that declared no `roots` capability is not narrowed.
+`roots/list` answer leaves nothing usable (the client declared it would narrow, then did not
+say how). An empty list says nothing about where the user works (hosts such as the Inspector
+declare `roots` and list none until the user adds some), so it narrows nothing, as a client
+without the `roots` capability: the grants alone decide, as for every modern request.
 """
 
 from __future__ import annotations
@@ -45,13 +47,17 @@ def roots_request(request_id: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "roots/list"}
 
 
-def read_roots(response: dict[str, Any] | None) -> Roots:
-    """The usable roots in a client's `roots/list` response; anything unusable is logged."""
+def read_roots(response: dict[str, Any] | None) -> Roots | None:
+    """The roots in a client's `roots/list` response (None: it listed none, so no narrowing);
+    anything unusable is logged."""
     result = None if response is None else response.get("result")
     listed = result.get("roots") if isinstance(result, dict) else None
     if not isinstance(listed, list):
         log.warning("legacy client gave no usable roots/list answer; no workspace is usable")
         return ()
+    if not listed:
+        log.info("legacy client lists no roots; its grants alone apply")
+        return None
     roots: list[WorkspaceUri] = []
     for entry in listed[:MAX_ROOTS]:
         uri = entry.get("uri") if isinstance(entry, dict) else None
@@ -90,12 +96,16 @@ def missing_workspace(usable_uris: list[str], roots: Roots | None) -> str:
     return NO_USABLE_WORKSPACE.format(why=why, usable=listing)
 
 
-def dump_roots(roots: Roots) -> str:
-    return json.dumps([root.uri for root in roots])
+def dump_roots(roots: Roots | None) -> str:
+    """For the session row: a list of URIs, or `null` for a client that listed none."""
+    return json.dumps(None if roots is None else [root.uri for root in roots])
 
 
-def load_roots(text: str | None) -> Roots | None:
-    """Roots stored in a session row; None when they are still to be asked."""
+def load_roots(text: str | None) -> tuple[bool, Roots | None]:
+    """(known, roots) from a session row; SQL NULL means they are still to be asked."""
     if text is None:
-        return None
-    return tuple(parse_workspace_uri(uri) for uri in json.loads(text))
+        return False, None
+    listed = json.loads(text)
+    if listed is None:
+        return True, None
+    return True, tuple(parse_workspace_uri(uri) for uri in listed)

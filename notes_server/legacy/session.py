@@ -63,12 +63,13 @@ __all__ = ["MAX_ROUNDS", "LegacyHandler", "LegacySession", "Outcome", "start_ses
 
 @dataclass(frozen=True, slots=True)
 class LegacySession:
-    """What `initialize` negotiated, and the client's roots once asked (None: not yet)."""
+    """What `initialize` negotiated, and the client's roots once known (`roots_known`)."""
 
     version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
     roots: Roots | None = None
+    roots_known: bool = False
     roots_generation: int = 0
 
 
@@ -106,6 +107,7 @@ class LegacyHandler:
         self.channel = channel
         self.grants = grants
         self.roots: Roots | None = session.roots
+        self.roots_known = session.roots_known
 
     @property
     def narrowed(self) -> bool:
@@ -113,15 +115,22 @@ class LegacyHandler:
 
     def roots_needed(self, method: str) -> bool:
         """The client declared roots, they are not known yet, and `method` depends on them."""
-        return self.narrowed and self.roots is None and method in NARROWED_METHODS
+        return self.narrowed and not self.roots_known and method in NARROWED_METHODS
 
-    def learn_roots(self, response: dict[str, Any] | None) -> Roots:
+    def learn_roots(self, response: dict[str, Any] | None) -> Roots | None:
         """Take the client's `roots/list` response (None: none came); log ignored roots."""
         roots = read_roots(response)
-        if self.grants is not None:
+        if self.grants is not None and roots:
             log_outside(self.principal, roots, self.grants(self.principal))
-        self.roots = roots
+        self.roots, self.roots_known = roots, True
         return roots
+
+    def narrowing(self) -> Roots | None:
+        """The roots this session's requests are narrowed to (None: the grants alone); a
+        client that declared roots is narrowed to nothing until they are known."""
+        if not self.narrowed:
+            return None
+        return self.roots if self.roots_known else ()
 
     def refresh_roots(self) -> None:
         """Ask a stdio client for its roots now (after `initialized`, on list_changed)."""
@@ -179,7 +188,7 @@ class LegacyHandler:
         Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
         session = self.session
         params = modern_params(request.params, session.capabilities, session.client_info)
-        roots = (self.roots or ()) if self.narrowed else None
+        roots = self.narrowing()
         if request.method == "tools/call":
             params, refused = self._default_workspace(params, roots)
             if refused is not None:

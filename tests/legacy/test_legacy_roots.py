@@ -142,3 +142,21 @@ def test_a_client_without_roots_is_not_narrowed_and_must_name_the_workspace(
     text = missing["result"]["content"][0]["text"]
     assert missing["result"]["isError"] is True
     assert "shares no roots" in text and NOTES in text and SHARED in text
+
+
+def test_an_empty_roots_list_narrows_nothing(start: Callable[[], LegacyClient]) -> None:
+    client = with_roots(start)  # declares roots, lists none (as the Inspector does by default)
+
+    assert created_in(create(client, NOTES, "notes"), NOTES)
+    assert created_in(create(client, SHARED, "shared"), SHARED)
+
+
+def test_a_failed_roots_answer_leaves_nothing_usable(start: Callable[[], LegacyClient]) -> None:
+    client = start()
+    client.initialize(capabilities=ROOTS_CLIENT)
+    question = client.read()
+    error = {"code": -32601, "message": "Method not found"}
+    client.process.send({"jsonrpc": "2.0", "id": question["id"], "error": error})
+
+    assert denied(create(client, NOTES, "notes"))
+    assert denied(create(client, SHARED, "shared"))

@@ -191,3 +191,14 @@ def test_a_client_without_roots_is_never_asked_and_not_narrowed(pair: Pair) -> N
     assert missing["result"]["isError"] is True
     assert f"usable workspaces: {NOTES}, {SHARED}." in missing["result"]["content"][0]["text"]
     host.http.close()
+
+
+def test_an_empty_roots_list_is_kept_and_narrows_nothing(pair: Pair, host: Host) -> None:
+    first, second, _ = pair
+    host.initialize(first)
+
+    final = host.roots_then(first, second, create_call(host, NOTES, "notes"))
+    shared = host.create(second, SHARED, "shared")
+
+    assert note_uri(final).startswith(NOTES + "/")
+    assert note_uri(shared).startswith(SHARED + "/")
