@@ -50,6 +50,10 @@ const transport =
         env: config.env,
         stderr: "ignore",
       });
+// The SDK 1.x records the negotiated version only on transports that take it (HTTP does).
+transport.setProtocolVersion ??= (version) => {
+  transport.protocolVersion = version;
+};
 await client.connect(transport);
 const ws = config.workspace;
 const call = (name, args) => client.callTool({ name, arguments: { workspaceUri: ws, ...args } });
