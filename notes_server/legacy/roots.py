@@ -109,3 +109,31 @@ def load_roots(text: str | None) -> tuple[bool, Roots | None]:
     if listed is None:
         return True, None
     return True, tuple(parse_workspace_uri(uri) for uri in listed)
+
+
+OPTIONAL_WORKSPACE = (
+    " Optional for this client: when omitted, the one granted workspace among the client's "
+    "roots is used."
+)
+
+
+def optional_workspace(tools: list[Any]) -> list[Any]:
+    """`tools/list` for a client that declared roots: `workspaceUri` is no longer required
+    (a missing one is filled from the roots). Copies what it changes; the listing is shared."""
+    return [_optional_workspace(tool) for tool in tools]
+
+
+def _optional_workspace(tool: Any) -> Any:
+    schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+    if not isinstance(schema, dict):
+        return tool
+    required = schema.get("required")
+    if not isinstance(required, list) or "workspaceUri" not in required:
+        return tool
+    properties = dict(schema.get("properties") or {})
+    described = dict(properties.get("workspaceUri") or {})
+    described["description"] = str(described.get("description", "")) + OPTIONAL_WORKSPACE
+    properties["workspaceUri"] = described
+    relaxed = {**schema, "properties": properties}
+    relaxed["required"] = [name for name in required if name != "workspaceUri"]
+    return {**tool, "inputSchema": relaxed}

@@ -22,6 +22,7 @@ from notes_server.legacy.roots import (
     declares_roots,
     log_outside,
     missing_workspace,
+    optional_workspace,
     read_roots,
     roots_request,
     usable,
@@ -180,7 +181,10 @@ class LegacyHandler:
                 return tool_error_result(NEEDS_ELICITATION), None
             return None, legacy_error(method, error)
         assert result is not None
-        return legacy_result(method, result), None
+        translated = legacy_result(method, result)
+        if method == "tools/list" and self.narrowed and isinstance(translated.get("tools"), list):
+            translated["tools"] = optional_workspace(translated["tools"])
+        return translated, None
 
     def dispatch(self, request: Request, emit: Emit | None = None) -> Outcome:
         """The request through the core, stamped with the session's `_meta` and narrowed to

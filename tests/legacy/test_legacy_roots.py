@@ -160,3 +160,27 @@ def test_a_failed_roots_answer_leaves_nothing_usable(start: Callable[[], LegacyC
 
     assert denied(create(client, NOTES, "notes"))
     assert denied(create(client, SHARED, "shared"))
+
+
+def test_tools_list_makes_the_workspace_optional_only_for_a_client_with_roots(
+    start: Callable[[], LegacyClient],
+) -> None:
+    narrowed = with_roots(start, NOTES)
+    plain = start()
+    plain.initialize()
+
+    create_narrowed = tool_schema(narrowed, "notes_create")
+    create_plain = tool_schema(plain, "notes_create")
+
+    assert create_narrowed["required"] == ["title"]
+    assert (
+        "Optional for this client" in create_narrowed["properties"]["workspaceUri"]["description"]
+    )
+    assert create_plain["required"] == ["workspaceUri", "title"]
+    assert "Optional" not in create_plain["properties"]["workspaceUri"]["description"]
+
+
+def tool_schema(client: LegacyClient, name: str) -> dict[str, Any]:
+    tools = client.result("tools/list", {})["tools"]
+    schema: dict[str, Any] = next(t["inputSchema"] for t in tools if t["name"] == name)
+    return schema
