@@ -91,7 +91,8 @@ def create_http_app(
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
-    from notes_server.legacy.http import SESSION_TTL, LegacyHttp, LegacyHttpOptions
+    from notes_server.legacy.http import LegacyHttp
+    from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
     from notes_server.store.sessions import SqlLegacySessions
     from notes_server.tools.scope import grant_lookup
 

@@ -23,33 +23,27 @@ was negotiated.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
 from notes_server.errors import InvalidParams, McpError, to_wire
+from notes_server.legacy.http_sessions import (
+    LegacyHttpOptions,
+    SessionStore,
+    session_hash,
+)
 from notes_server.legacy.http_stream import (
     MAX_ANSWER_BYTES,
     Conversation,
     Wakeups,
     request_key,
 )
-from notes_server.legacy.roots import (
-    ROOTS_CHANGED,
-    GrantLookup,
-    Roots,
-    declares_roots,
-    dump_roots,
-    load_roots,
-)
+from notes_server.legacy.roots import ROOTS_CHANGED, declares_roots
 from notes_server.legacy.rounds import needs_input
 from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
 from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
@@ -65,84 +59,14 @@ from notes_server.protocol.envelope import (
 )
 from notes_server.protocol.progress import progress_token
 from notes_server.protocol.versions import LATEST
-from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 from notes_server.transports.http_responses import error_response
 from notes_server.transports.http_threads import WorkerThreads
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-SESSION_TTL = timedelta(hours=24)
 SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
 _T = TypeVar("_T")
 log = logging.getLogger("notes_server.legacy")
-
-
-@dataclass(frozen=True, slots=True)
-class LegacyHttpOptions:
-    """What the composition root provides: the repository (built on first use), the clock,
-    and how long to wait for a user's answer (the confirmation state's lifetime)."""
-
-    repository: Callable[[], SqlLegacySessions]
-    clock: Callable[[], datetime]
-    answer_wait_s: float
-    grants: GrantLookup | None = None
-
-
-def session_hash(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-class SessionStore:
-    """The repository calls the transport makes, with the clock applied."""
-
-    def __init__(self, options: LegacyHttpOptions) -> None:
-        self.options = options
-
-    @property
-    def repo(self) -> SqlLegacySessions:
-        return self.options.repository()
-
-    def open(self, principal: str, session: LegacySession) -> str:
-        session_id = secrets.token_urlsafe(32)
-        now = self.options.clock()
-        info = None if session.client_info is None else json.dumps(session.client_info)
-        record = SessionRecord(
-            principal, session.version, json.dumps(session.capabilities), info, now + SESSION_TTL
-        )
-        self.repo.create(session_hash(session_id), record, now)
-        return session_id
-
-    def find(self, key: str, principal: str) -> LegacySession | None:
-        record = self.repo.find(key, principal, self.options.clock())
-        if record is None:
-            return None
-        info = None if record.client_info_json is None else json.loads(record.client_info_json)
-        known, roots = load_roots(record.roots_json)
-        return LegacySession(
-            record.version,
-            json.loads(record.capabilities_json),
-            info,
-            roots,
-            known,
-            record.roots_generation,
-        )
-
-    def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None:
-        self.repo.store_roots(key, dump_roots(roots), generation)
-
-    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
-        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
-        return self.repo.ask(key, question, client_key, expires)
-
-    def cancel(self, key: str, client_key: str, wait_s: float) -> None:
-        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
-        self.repo.cancel(key, client_key, expires)
-
-    def poll(self, key: str, question: str) -> Answer | None:
-        return self.repo.poll(key, question)
-
-    def close(self, key: str, question: str) -> None:
-        self.repo.close(key, question)
 
 
 class LegacyHttp:
