@@ -205,7 +205,7 @@ class Conversation:
         session = self.handler.session
         question = roots_request(f"s-{secrets.token_hex(8)}")
         response = await self._ask(question, send, min(self.wait_limit, ROOTS_WAIT_S))
-        roots = self.handler.learn_roots(response)
+        roots = await self.run(lambda: self.handler.learn_roots(response))  # reads the grants
         await self.run(lambda: self.store.keep_roots(self.session, roots, session.roots_generation))
 
     async def _ask(
