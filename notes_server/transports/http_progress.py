@@ -90,7 +90,8 @@ class ProgressStream:
 
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await event(self.first)
-        with contextlib.suppress(Exception):  # the reply says what failed
+        with contextlib.suppress(Exception):  # a failed work: the last event says how
             await self.relay.forward(self.work, event)
-        await event(self.finish(self.work))
+        if self.work.done():
+            await event(self.finish(self.work))
         await send({"type": "http.response.body", "body": b"", "more_body": False})

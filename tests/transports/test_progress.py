@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from helpers import ServerProcess, make_request
@@ -18,9 +19,12 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
+from notes_server.extensions.base import Extension
 from notes_server.protocol.progress import progress_sink
 from notes_server.store import folders
 from notes_server.store.engine import write_tx
+from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services, utc_now
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -201,3 +205,46 @@ def test_progress_must_increase_and_a_bool_is_no_token() -> None:
 
     assert [json.loads(b)["params"]["progress"] for b in sent] == [1, 2]
     assert progress_sink({"_meta": {"progressToken": True}}, sent.append) is None
+
+
+class ReportsThenWaits(Tool):
+    """Reports once, then blocks until released: its request times out mid-stream."""
+
+    name = "test_reports_then_waits"
+    title = description = "Reports, then waits"
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+    tool_annotations = tool_hints("Reports, then waits", read_only=True)
+    release = threading.Event()
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        ctx.report_progress(1, 2, "started")
+        self.release.wait(timeout=30)
+        return ToolResult({"done": True})
+
+
+def test_a_request_that_times_out_after_reporting_ends_its_stream_with_an_error(
+    settings: Settings, services: Services
+) -> None:
+    tool = ReportsThenWaits(services)
+    app = create_http_app(
+        settings,
+        HttpSettings(auth="none", request_timeout=0.5),
+        services,
+        extensions=[*builtin_extensions(services), Extension(name="waits", tools=[tool])],
+    )
+    message = progress_call("t", ReportsThenWaits.name)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            headers = modern_headers(ReportsThenWaits.name)
+            response = client.post("/mcp", content=json.dumps(message), headers=headers)
+    finally:
+        ReportsThenWaits.release.set()
+
+    messages = sse_messages(response.text)
+    assert response.headers["content-type"] == "text/event-stream"
+    assert steps(messages, "t") == [(1, 2)]
+    assert messages[-1] == {
+        "jsonrpc": "2.0",
+        "id": message["id"],
+        "error": {"code": -32603, "message": "Request timed out"},
+    }
