@@ -31,6 +31,7 @@ NARROWED_METHODS = frozenset({"tools/call", "resources/list", "resources/read"})
 # Client notifications after which the roots are (re)asked.
 ROOTS_CHANGED = frozenset({"notifications/initialized", "notifications/roots/list_changed"})
 MAX_ROOTS = 100
+WHOLE_FILESYSTEM = "file:///"
 ROOTS_WAIT_S = 30.0  # a client answers roots/list by itself; no user is involved
 
 NO_USABLE_WORKSPACE = (
@@ -61,10 +62,13 @@ def read_roots(response: dict[str, Any] | None) -> Roots | None:
     roots: list[WorkspaceUri] = []
     for entry in listed[:MAX_ROOTS]:
         uri = entry.get("uri") if isinstance(entry, dict) else None
+        if uri == WHOLE_FILESYSTEM:
+            return None  # a root above every workspace narrows nothing
         try:
-            roots.append(parse_workspace_uri(uri if isinstance(uri, str) else ""))
+            # Hosts often write a folder with a trailing slash: file:///home/alice/notes/
+            roots.append(parse_workspace_uri(uri.removesuffix("/") if isinstance(uri, str) else ""))
         except UriError as exc:
-            log.info("ignored a client root that is not a plain file:/// URI (%s)", exc)
+            log.warning("ignored a client root that is not a plain file:/// URI (%s)", exc)
     return tuple(dict.fromkeys(roots))
 
 

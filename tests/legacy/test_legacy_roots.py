@@ -184,3 +184,28 @@ def tool_schema(client: LegacyClient, name: str) -> dict[str, Any]:
     tools = client.result("tools/list", {})["tools"]
     schema: dict[str, Any] = next(t["inputSchema"] for t in tools if t["name"] == name)
     return schema
+
+
+def test_a_root_with_a_trailing_slash_names_the_same_folder(
+    start: Callable[[], LegacyClient],
+) -> None:
+    client = with_roots(start, NOTES + "/")
+
+    assert created_in(create(client, NOTES, "notes"), NOTES)
+    assert denied(create(client, SHARED, "shared"))
+
+
+def test_the_filesystem_root_narrows_nothing(start: Callable[[], LegacyClient]) -> None:
+    client = with_roots(start, "file:///")
+
+    assert created_in(create(client, NOTES, "notes"), NOTES)
+    assert created_in(create(client, SHARED, "shared"), SHARED)
+
+
+def test_a_malformed_root_is_ignored_and_logged(start: Callable[[], LegacyClient]) -> None:
+    client = with_roots(start, "file://elsewhere/home/alice", NOTES)
+
+    assert created_in(create(client, NOTES, "notes"), NOTES)
+    assert denied(create(client, SHARED, "shared"))
+    client.process.close()
+    assert "ignored a client root that is not a plain file:/// URI" in client.process.stderr_text()
