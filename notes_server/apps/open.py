@@ -28,9 +28,7 @@ class NotesOpen(Tool):
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            _, note, uri = owned_note(
-                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=False
-            )
+            _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
         flag = ", archived" if note.archived else ""
         text = f"# {note.title}\n({note.path}, updated {iso(note.updated_at)}{flag})\n\n{note.body}"
         return ToolResult({"note": note_full(note, uri)}, text)

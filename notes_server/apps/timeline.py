@@ -76,7 +76,7 @@ class NotesTimeline(Tool):
         query = (args.get("query") or "").strip() or None
         include_archived = bool(args.get("includeArchived", False))
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=False)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
             hits, truncated = _scan(conn, workspace, query, include_archived, first, last)
         entries = [
             {**note_summary(h.note, contain(workspace, h.note)), "snippet": h.snippet} for h in hits

@@ -4,6 +4,7 @@ On stdio, `connection.DualEraConnection` routes each message: modern `_meta` goe
 stateless core untouched; an `initialize` without it starts a legacy session (`session`), whose
 requests are translated (`translate`, pure) and whose confirmation forms become server-initiated
 requests (`channel`, with the steps in `rounds`). Over HTTP, `http` keeps sessions in the
-database and `http_stream` asks on the SSE stream of the POST. Nothing in `protocol/`, `tools/`,
+database (`http_sessions`) and `http_stream` asks on the SSE stream of the POST. A client's
+roots narrow what its session may touch (`roots`). Nothing in `protocol/`, `tools/`,
 `store/` or `transports/` imports this package.
 """

@@ -54,9 +54,10 @@ class ClientChannel:
     def new_id(self) -> str:
         return f"s-{next(self._ids)}"
 
-    def ask(self, message: dict[str, Any], serving: RequestId) -> dict[str, Any] | None:
+    def ask(self, message: dict[str, Any], serving: RequestId | None) -> dict[str, Any] | None:
         """Send `message` (a request with an id) and return the client's response object;
-        None when stdin ends first. Raises RequestCancelled if `serving` is cancelled."""
+        None when stdin ends first. Raises RequestCancelled if `serving` is cancelled (None:
+        asked for the session, not for a request, as `roots/list` is)."""
         self.writer.write(dump(message))
         while (frame := self.reader.next_frame()) is not None:
             response = self._sort(frame, message["id"], serving)
@@ -70,7 +71,7 @@ class ClientChannel:
         notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
         self.writer.write(dump(notice))
 
-    def _sort(self, frame: Frame, awaited: str, serving: RequestId) -> dict[str, Any] | None:
+    def _sort(self, frame: Frame, awaited: str, serving: RequestId | None) -> dict[str, Any] | None:
         if isinstance(frame, Oversized):
             self.backlog.append(frame)
             return None
@@ -103,8 +104,8 @@ class ClientChannel:
         return True
 
 
-def _cancels(message: Any, serving: RequestId) -> bool:
-    if not isinstance(message, dict) or "id" in message:
+def _cancels(message: Any, serving: RequestId | None) -> bool:
+    if serving is None or not isinstance(message, dict) or "id" in message:
         return False
     if message.get("method") != "notifications/cancelled":
         return False

@@ -6,8 +6,9 @@ Routing is per message (digest §12 item 2):
   stays -32601);
 - `initialize` without it starts (or restarts) a legacy session on this connection;
 - other requests without it are translated by that session, or refused with -32602 before one;
-- notifications are never answered (`notifications/initialized`, `.../roots/list_changed` and
-  `.../cancelled` for a finished request have nothing to do);
+- notifications are never answered; in a legacy session whose client declared `roots`,
+  `notifications/initialized` and `.../roots/list_changed` make the server ask `roots/list`
+  at once (the answer narrows what the session may touch; `legacy.roots`);
 - in a legacy session, a response to a server-initiated request we stopped waiting for is
   dropped silently (before one, a response is an invalid request, as in the stateless core).
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled
+from notes_server.legacy.roots import ROOTS_CHANGED, GrantLookup
 from notes_server.legacy.session import LegacyHandler, Outcome, start_session
 from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
 from notes_server.protocol.envelope import (
@@ -35,6 +37,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.progress import progress_sink
 from notes_server.transports.stdio import (
     Frame,
     LineReader,
@@ -54,9 +57,15 @@ class DualEraConnection:
     """The `Connection` that `notes-server serve` uses on stdio."""
 
     def __init__(
-        self, server: McpServer, principal: str, reader: LineReader, writer: LineWriter
+        self,
+        server: McpServer,
+        principal: str,
+        reader: LineReader,
+        writer: LineWriter,
+        grants: GrantLookup | None = None,
     ) -> None:
         self.server = server
+        self.grants = grants
         self.principal = principal
         self.writer = writer
         self.backlog: deque[Frame] = deque()
@@ -84,6 +93,8 @@ class DualEraConnection:
                 return None
             return encode_error(failure.request_id, to_wire(failure.error))
         if isinstance(message, Notification):
+            if self.legacy is not None and message.method in ROOTS_CHANGED:
+                self.legacy.refresh_roots()
             self.server.handle_notification(message)
             return None
         try:
@@ -98,7 +109,8 @@ class DualEraConnection:
 
     def _route(self, request: Request) -> Outcome:
         if is_modern(request.params):
-            return self.server.handle_request(request, self.principal)
+            progress = progress_sink(request.params, self.writer.write)
+            return self.server.handle_request(request, self.principal, progress=progress)
         if request.method == "initialize":
             return self._initialize(request)
         if self.legacy is None:
@@ -110,7 +122,7 @@ class DualEraConnection:
             session = start_session(request.params)
         except McpError as exc:
             return None, to_wire(exc)
-        handler = LegacyHandler(self.server, self.principal, session, self.channel)
+        handler = LegacyHandler(self.server, self.principal, session, self.channel, self.grants)
         result, error = handler.initialize(request.id)
         if error is None:
             self.legacy = handler

@@ -11,6 +11,9 @@ goes to the stateless pipeline untouched (a session id on it is ignored). Otherw
 - requests are translated by `legacy.session.LegacyHandler`; a `tools/call` that needs the
   user's input continues on an SSE stream (`http_stream`); notifications and the
   client's responses to our questions are accepted with 202;
+- a client that declared `roots` is asked `roots/list` on the SSE stream of its first request
+  that depends on them (tools/call, resources/*), and again after `notifications/initialized`
+  or `.../roots/list_changed`; the answer is kept in the session row (`legacy.roots`);
 - `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
   requests only on the stream of the POST they belong to, so no standalone stream is needed.
 
@@ -20,25 +23,27 @@ was negotiated.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
 from notes_server.errors import InvalidParams, McpError, to_wire
+from notes_server.legacy.http_sessions import (
+    LegacyHttpOptions,
+    SessionStore,
+    session_hash,
+)
 from notes_server.legacy.http_stream import (
     MAX_ANSWER_BYTES,
     Conversation,
     Wakeups,
     request_key,
 )
+from notes_server.legacy.roots import ROOTS_CHANGED, declares_roots
 from notes_server.legacy.rounds import needs_input
 from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
 from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
@@ -52,73 +57,16 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.progress import progress_token
 from notes_server.protocol.versions import LATEST
-from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 from notes_server.transports.http_responses import error_response
 from notes_server.transports.http_threads import WorkerThreads
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-SESSION_TTL = timedelta(hours=24)
 SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
 _T = TypeVar("_T")
 log = logging.getLogger("notes_server.legacy")
-
-
-@dataclass(frozen=True, slots=True)
-class LegacyHttpOptions:
-    """What the composition root provides: the repository (built on first use), the clock,
-    and how long to wait for a user's answer (the confirmation state's lifetime)."""
-
-    repository: Callable[[], SqlLegacySessions]
-    clock: Callable[[], datetime]
-    answer_wait_s: float
-
-
-def session_hash(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-class SessionStore:
-    """The repository calls the transport makes, with the clock applied."""
-
-    def __init__(self, options: LegacyHttpOptions) -> None:
-        self.options = options
-
-    @property
-    def repo(self) -> SqlLegacySessions:
-        return self.options.repository()
-
-    def open(self, principal: str, session: LegacySession) -> str:
-        session_id = secrets.token_urlsafe(32)
-        now = self.options.clock()
-        info = None if session.client_info is None else json.dumps(session.client_info)
-        record = SessionRecord(
-            principal, session.version, json.dumps(session.capabilities), info, now + SESSION_TTL
-        )
-        self.repo.create(session_hash(session_id), record, now)
-        return session_id
-
-    def find(self, key: str, principal: str) -> LegacySession | None:
-        record = self.repo.find(key, principal, self.options.clock())
-        if record is None:
-            return None
-        info = None if record.client_info_json is None else json.loads(record.client_info_json)
-        return LegacySession(record.version, json.loads(record.capabilities_json), info)
-
-    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
-        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
-        return self.repo.ask(key, question, client_key, expires)
-
-    def cancel(self, key: str, client_key: str, wait_s: float) -> None:
-        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
-        self.repo.cancel(key, client_key, expires)
-
-    def poll(self, key: str, question: str) -> Answer | None:
-        return self.repo.poll(key, question)
-
-    def close(self, key: str, question: str) -> None:
-        self.repo.close(key, question)
 
 
 class LegacyHttp:
@@ -209,9 +157,10 @@ class LegacyHttp:
             await self._deliver(key, message)
             return Response(status_code=202)
         if isinstance(message, Notification):
-            await self._notice(key, message)
+            await self._notice(key, message, principal, session)
             return Response(status_code=202)
-        return await self._request(key, LegacyHandler(self.server, principal, session), message)
+        handler = LegacyHandler(self.server, principal, session, grants=self.store.options.grants)
+        return await self._request(key, handler, message)
 
     async def _deliver(self, key: str, response: dict[str, Any]) -> None:
         """A client's answer to one of our questions: into the database, then wake the stream
@@ -225,7 +174,13 @@ class LegacyHttp:
         if await self.run(lambda: self.store.repo.answer(key, question, text, now)):
             self.wakeups.wake(key, question)
 
-    async def _notice(self, key: str, notice: Notification) -> None:
+    async def _notice(
+        self, key: str, notice: Notification, principal: str, session: LegacySession
+    ) -> None:
+        if notice.method in ROOTS_CHANGED and declares_roots(session.capabilities):
+            # Asked again on the stream of the next request that depends on them.
+            await self.run(lambda: self.store.repo.forget_roots(key, principal))
+            return
         if notice.method != "notifications/cancelled":
             return
         cancelled = notice.params.get("requestId")
@@ -237,26 +192,42 @@ class LegacyHttp:
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
         refused = handler.refusal(request.method)
+        if refused is None and (handler.roots_needed(request.method) or _streams_progress(request)):
+            return self._conversation(key, handler, request, None)
         if refused is None:
             result, error = await self.run(lambda: handler.dispatch(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
-                return Conversation(
-                    handler,
-                    request,
-                    result,
-                    store=self.store,
-                    session=key,
-                    run=self.run,
-                    wakeups=self.wakeups,
-                    wait_limit=self.wait_s,
-                )
+                return self._conversation(key, handler, request, result)
             refused = handler.finish(request.method, result, error)
         result, error = refused
         if error is not None:
             return _json(200, encode_error(request.id, error))
         assert result is not None
         return _json(200, encode_result(request.id, result))
+
+    def _conversation(
+        self,
+        key: str,
+        handler: LegacyHandler,
+        request: Request,
+        required: dict[str, Any] | None,
+    ) -> Conversation:
+        return Conversation(
+            handler,
+            request,
+            required,
+            store=self.store,
+            session=key,
+            run=self.run,
+            wakeups=self.wakeups,
+            wait_limit=self.wait_s,
+        )
+
+
+def _streams_progress(request: Request) -> bool:
+    """A `tools/call` that asked for progress is answered on a stream that can carry it."""
+    return request.method == "tools/call" and progress_token(request.params) is not None
 
 
 def _parse(body: bytes) -> Any:

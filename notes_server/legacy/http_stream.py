@@ -16,6 +16,7 @@ answered cannot stop a retry already running in a worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -27,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from starlette.types import Receive, Scope, Send
 
+from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
 from notes_server.legacy.rounds import (
     MAX_ROUNDS,
     Outcome,
@@ -41,6 +43,7 @@ from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.store.sessions import Answer
+from notes_server.transports.http_progress import Relay
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -73,6 +76,8 @@ class QuestionStore(Protocol):
 
     def close(self, key: str, question: str) -> None: ...
 
+    def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None: ...
+
 
 class Wakeups:
     """Process-local: the holding stream wakes at once when its answer arrives in this worker."""
@@ -101,7 +106,7 @@ class Conversation:
         self,
         handler: LegacyHandler,
         request: Request,
-        required: dict[str, Any],
+        required: dict[str, Any] | None,
         *,
         store: QuestionStore,
         session: str,
@@ -145,9 +150,15 @@ class Conversation:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _converse(self, send: Send) -> None:
-        request, required = self.request, self.required
-        result: dict[str, Any] | None = required
+        """`required` None: run the request itself here (after asking the client's roots
+        when they are needed), so that its progress and questions share this stream."""
+        request = self.request
+        result: dict[str, Any] | None = self.required
         error: dict[str, Any] | None = None
+        if result is None:
+            if self.handler.roots_needed(request.method):
+                await self._learn_roots(send)
+            result, error = await self._dispatch(request, send)
         rounds = 0
         while needs_input(result):
             assert result is not None
@@ -158,10 +169,10 @@ class Conversation:
             answers = await self._ask_all(result, send)
             params = retry_params(request.params, result, answers)
             request = Request(request.id, request.method, params)
-            result, error = await self.run(functools.partial(self.handler.dispatch, request))
+            result, error = await self._dispatch(request, send)
         else:
             result, error = after_rounds(rounds, result, error)
-        await send(_body(self.request.id, self.handler.finish("tools/call", result, error)))
+        await send(_body(self.request.id, self.handler.finish(request.method, result, error)))
 
     async def _ask_all(self, required: dict[str, Any], send: Send) -> dict[str, Any]:
         answers: dict[str, Any] = {}
@@ -173,10 +184,36 @@ class Conversation:
                 answers[key] = answer
         return answers
 
-    async def _ask(self, message: dict[str, Any], send: Send) -> dict[str, Any] | None:
+    async def _dispatch(self, request: Request, send: Send) -> Outcome:
+        """The request in a worker thread; its progress notifications go out as they come."""
+        relay = Relay()
+        call = functools.partial(self.handler.dispatch, request, relay.emit)
+        work = asyncio.ensure_future(self.run(call))
+
+        async def event(payload: bytes) -> None:
+            await send(
+                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+            )
+
+        try:
+            return await relay.forward(work, event)
+        finally:
+            work.cancel()  # only when this stream is torn down; the thread finishes on its own
+
+    async def _learn_roots(self, send: Send) -> None:
+        """Ask `roots/list` on this stream; keep the answer for the session's later requests."""
+        session = self.handler.session
+        question = roots_request(f"s-{secrets.token_hex(8)}")
+        response = await self._ask(question, send, min(self.wait_limit, ROOTS_WAIT_S))
+        roots = await self.run(lambda: self.handler.learn_roots(response))  # reads the grants
+        await self.run(lambda: self.store.keep_roots(self.session, roots, session.roots_generation))
+
+    async def _ask(
+        self, message: dict[str, Any], send: Send, wait_s: float | None = None
+    ) -> dict[str, Any] | None:
         """Send one question and wait for its answer (None: the wait ran out)."""
         question_id = str(message["id"])
-        deadline = anyio.current_time() + self.wait_limit
+        deadline = anyio.current_time() + (self.wait_limit if wait_s is None else wait_s)
         client_key = request_key(self.request.id)
         asked = await self.run(
             lambda: self.store.ask(self.session, question_id, client_key, self.wait_limit)

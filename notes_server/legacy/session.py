@@ -15,6 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled
+from notes_server.legacy.roots import (
+    NARROWED_METHODS,
+    GrantLookup,
+    Roots,
+    declares_roots,
+    log_outside,
+    missing_workspace,
+    optional_workspace,
+    read_roots,
+    roots_request,
+    usable,
+)
 from notes_server.legacy.rounds import (
     MAX_ROUNDS,
     Outcome,
@@ -38,6 +50,7 @@ from notes_server.legacy.translate import (
     tool_error_result,
 )
 from notes_server.protocol.envelope import Request, RequestId
+from notes_server.protocol.progress import Emit, progress_sink
 
 if TYPE_CHECKING:
     from notes_server.protocol.dispatch import McpServer
@@ -51,11 +64,14 @@ __all__ = ["MAX_ROUNDS", "LegacyHandler", "LegacySession", "Outcome", "start_ses
 
 @dataclass(frozen=True, slots=True)
 class LegacySession:
-    """What `initialize` negotiated; the only per-connection state there is."""
+    """What `initialize` negotiated, and the client's roots once known (`roots_known`)."""
 
     version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
+    roots: Roots | None = None
+    roots_known: bool = False
+    roots_generation: int = 0
 
 
 def start_session(params: dict[str, Any]) -> LegacySession:
@@ -84,11 +100,45 @@ class LegacyHandler:
         principal: str,
         session: LegacySession,
         channel: ClientChannel | None = None,
+        grants: GrantLookup | None = None,
     ) -> None:
         self.server = server
         self.principal = principal
         self.session = session
         self.channel = channel
+        self.grants = grants
+        self.roots: Roots | None = session.roots
+        self.roots_known = session.roots_known
+
+    @property
+    def narrowed(self) -> bool:
+        return declares_roots(self.session.capabilities)
+
+    def roots_needed(self, method: str) -> bool:
+        """The client declared roots, they are not known yet, and `method` depends on them."""
+        return self.narrowed and not self.roots_known and method in NARROWED_METHODS
+
+    def learn_roots(self, response: dict[str, Any] | None) -> Roots | None:
+        """Take the client's `roots/list` response (None: none came); log ignored roots."""
+        roots = read_roots(response)
+        if self.grants is not None and roots:
+            log_outside(self.principal, roots, self.grants(self.principal))
+        self.roots, self.roots_known = roots, True
+        return roots
+
+    def narrowing(self) -> Roots | None:
+        """The roots this session's requests are narrowed to (None: the grants alone); a
+        client that declared roots is narrowed to nothing until they are known."""
+        if not self.narrowed:
+            return None
+        return self.roots if self.roots_known else ()
+
+    def refresh_roots(self) -> None:
+        """Ask a stdio client for its roots now (after `initialized`, on list_changed)."""
+        if self.channel is None or not self.narrowed:
+            return
+        question = roots_request(self.channel.new_id())
+        self.learn_roots(self.channel.ask(question, None))
 
     def initialize(self, request_id: RequestId) -> Outcome:
         """Answer `initialize` from the core's own `server/discover` result."""
@@ -116,6 +166,8 @@ class LegacyHandler:
         refused = self.refusal(request.method)
         if refused is not None:
             return refused
+        if self.roots_needed(request.method):
+            self.refresh_roots()
         if request.method == "tools/call":
             result, error = self._call_with_rounds(request)
         else:
@@ -129,15 +181,47 @@ class LegacyHandler:
                 return tool_error_result(NEEDS_ELICITATION), None
             return None, legacy_error(method, error)
         assert result is not None
-        return legacy_result(method, result), None
+        translated = legacy_result(method, result)
+        if method == "tools/list" and self.narrowed and isinstance(translated.get("tools"), list):
+            translated["tools"] = optional_workspace(translated["tools"])
+        return translated, None
 
-    def dispatch(self, request: Request) -> Outcome:
-        """The request through the core, stamped with the session's `_meta`."""
+    def dispatch(self, request: Request, emit: Emit | None = None) -> Outcome:
+        """The request through the core, stamped with the session's `_meta` and narrowed to
+        the client's roots (unknown roots of a client that declared them: nothing usable).
+        Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
         session = self.session
         params = modern_params(request.params, session.capabilities, session.client_info)
+        roots = self.narrowing()
+        if request.method == "tools/call":
+            params, refused = self._default_workspace(params, roots)
+            if refused is not None:
+                return refused, None
+        if emit is None and self.channel is not None:
+            emit = self.channel.writer.write
         return self.server.handle_request(
-            Request(request.id, request.method, params), self.principal
+            Request(request.id, request.method, params),
+            self.principal,
+            roots=roots,
+            progress=progress_sink(params, emit),
         )
+
+    def _default_workspace(
+        self, params: dict[str, Any], roots: Roots | None
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Fill in a missing workspaceUri with the one granted workspace among the roots;
+        with none or several (or no roots), a tool error that lists the usable ones."""
+        name, arguments = params.get("name"), params.get("arguments", {})
+        tool = self.server.registry.get(name) if isinstance(name, str) else None
+        if tool is None or not isinstance(arguments, dict) or "workspaceUri" in arguments:
+            return params, None
+        if "workspaceUri" not in tool.input_schema.get("properties", {}):
+            return params, None
+        granted = [] if self.grants is None else self.grants(self.principal)
+        candidates = usable(granted, roots)
+        if roots is not None and len(candidates) == 1:
+            return {**params, "arguments": {**arguments, "workspaceUri": candidates[0]}}, None
+        return params, tool_error_result(missing_workspace(candidates, roots))
 
     def _call_with_rounds(self, request: Request) -> Outcome:
         rounds = 0

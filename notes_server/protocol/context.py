@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from notes_server.protocol.envelope import RequestId
+from notes_server.security.uri import WorkspaceUri
+from notes_server.tools.base import ProgressSink
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,3 +18,5 @@ class RequestContext:
     protocol_version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
+    roots: tuple[WorkspaceUri, ...] | None = None
+    progress: ProgressSink | None = None

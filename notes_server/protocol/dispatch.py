@@ -25,8 +25,11 @@ from notes_server.protocol.envelope import (
     encode_result,
 )
 from notes_server.protocol.meta import read_meta
+from notes_server.protocol.progress import Emit, progress_sink
 from notes_server.protocol.server_view import ResourceProvider, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
+from notes_server.security.uri import WorkspaceUri
+from notes_server.tools.base import ProgressSink
 
 if TYPE_CHECKING:
     from notes_server.tools.registry import ToolRegistry
@@ -127,8 +130,11 @@ class McpServer:
         tool = self.registry.get(name)
         return tool is not None and tool.is_quick()
 
-    def handle_raw(self, raw: bytes | str, principal: str) -> bytes | None:
-        """Decode, dispatch and encode one message; None for notifications."""
+    def handle_raw(
+        self, raw: bytes | str, principal: str, notify: Emit | None = None
+    ) -> bytes | None:
+        """Decode, dispatch and encode one message; None for notifications. `notify` writes
+        the request's own notifications (progress) before the reply, when it asked for them."""
         try:
             message = decode(raw)
         except DecodeFailure as failure:
@@ -136,7 +142,8 @@ class McpServer:
         if isinstance(message, Notification):
             self.handle_notification(message)
             return None
-        result, error = self.handle_request(message, principal)
+        progress = progress_sink(message.params, notify)
+        result, error = self.handle_request(message, principal, progress=progress)
         if error is not None:
             return encode_error(message.id, error)
         assert result is not None
@@ -148,11 +155,17 @@ class McpServer:
         log.debug("notification %s ignored", message.method[:64])
 
     def handle_request(
-        self, request: Request, principal: str
+        self,
+        request: Request,
+        principal: str,
+        *,
+        roots: tuple[WorkspaceUri, ...] | None = None,
+        progress: ProgressSink | None = None,
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """Return (result, None) or (None, error object)."""
+        """Return (result, None) or (None, error object). `roots` narrows what the principal
+        may touch (a legacy session's roots); `progress` receives a tool's progress reports."""
         try:
-            result = self._dispatch(request, principal)
+            result = self._dispatch(request, principal, roots, progress)
         except McpError as exc:
             if getattr(exc, "reason", None):
                 log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
@@ -161,7 +174,13 @@ class McpServer:
             return None, internal_error(exc, request.method)
         return result, None
 
-    def _dispatch(self, request: Request, principal: str) -> dict[str, Any]:
+    def _dispatch(
+        self,
+        request: Request,
+        principal: str,
+        roots: tuple[WorkspaceUri, ...] | None,
+        progress: ProgressSink | None,
+    ) -> dict[str, Any]:
         meta = read_meta(request.params)
         handler = HANDLERS.get(request.method)
         if handler is None:
@@ -173,6 +192,8 @@ class McpServer:
             meta.protocol_version,
             meta.capabilities,
             meta.client_info,
+            roots,
+            progress,
         )
         result = handler(self, ctx, request.params)
         if not isinstance(result, EncodedResult):  # static results are stamped already

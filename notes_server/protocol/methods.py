@@ -94,7 +94,15 @@ def tools_call(server: ServerView, ctx: RequestContext, params: dict[str, Any]) 
     if problem is not None:
         raise InvalidParams(f"Invalid arguments for {name}: {problem}")
     responses, state = _mrtr_params(params)
-    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id, responses, state)
+    call = CallContext(
+        ctx.principal,
+        ctx.capabilities,
+        ctx.request_id,
+        responses,
+        state,
+        roots=ctx.roots,
+        progress=ctx.progress,
+    )
     try:
         outcome = tool.call(call, arguments)
     except ToolFailure as failure:
@@ -108,7 +116,7 @@ def resources_list(
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidParams("Invalid cursor")
-    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id)
+    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id, roots=ctx.roots)
     resources, next_cursor = server.resources.list_resources(call, cursor)
     body: dict[str, Any] = {"resources": resources}
     if next_cursor is not None:
@@ -129,6 +137,6 @@ def resources_read(
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("Invalid params: uri must be a string")
-    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id)
+    call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id, roots=ctx.roots)
     contents = server.resources.read_resource(call, uri)
     return _cacheable({"contents": contents}, "private", 0)

@@ -121,6 +121,10 @@ http_sessions_table = Table(
     Column("client_info_json", Text, nullable=True),
     Column("created_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
+    # The client's roots (a JSON list of workspace URIs; NULL: to be asked) and how often
+    # the client said they changed (an answer is stored only if none came since it was asked).
+    Column("roots_json", Text, nullable=True),
+    Column("roots_generation", Integer, nullable=False, server_default="0"),
     Index("ix_legacy_sessions_expires", "expires_at"),
 )
 

@@ -31,6 +31,8 @@ class SessionRecord:
     capabilities_json: str
     client_info_json: str | None
     expires_at: datetime
+    roots_json: str | None = None
+    roots_generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ class SqlLegacySessions:
                     sessions.c.capabilities_json,
                     sessions.c.client_info_json,
                     sessions.c.expires_at,
+                    sessions.c.roots_json,
+                    sessions.c.roots_generation,
                 ).where(
                     sessions.c.session_hash == session_hash,
                     sessions.c.principal == principal,
@@ -90,6 +94,27 @@ class SqlLegacySessions:
                     .values(expires_at=now + self.ttl)
                 )
         return record
+
+    def forget_roots(self, session_hash: str, principal: str) -> None:
+        """The client's roots changed: drop the stored ones, so the next request asks again."""
+        with write_tx(self.engine) as conn:
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.session_hash == session_hash, sessions.c.principal == principal)
+                .values(roots_json=None, roots_generation=sessions.c.roots_generation + 1)
+            )
+
+    def store_roots(self, session_hash: str, roots_json: str, generation: int) -> None:
+        """Keep the roots fetched at `generation`, unless the client changed them since."""
+        with write_tx(self.engine) as conn:
+            conn.execute(
+                update(sessions)
+                .where(
+                    sessions.c.session_hash == session_hash,
+                    sessions.c.roots_generation == generation,
+                )
+                .values(roots_json=roots_json)
+            )
 
     def end(self, session_hash: str, principal: str) -> bool:
         """Delete the principal's session and its open questions; False when there was none."""

@@ -58,7 +58,7 @@ class RestoreNote(Tool):
 
         with write_tx(self.services.engine) as conn:
             workspace, note, _ = owned_note(
-                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
+                conn, ctx, args["workspaceUri"], args["noteId"], write=True
             )
             if not note.archived:
                 raise ToolFailure(f"Note {note.id!r} is not archived; nothing to restore.")

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.jsontext import dump_text
+from notes_server.security.uri import WorkspaceUri
 
 if TYPE_CHECKING:
     from notes_server.tools.services import Services
 
 RequestId = str | int
+# Where a tool's progress goes: (progress, total or None, message or None). The transport
+# builds it when the request carries `_meta.progressToken`; it never raises.
+ProgressSink = Callable[[float, float | None, str | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,17 @@ class CallContext:
     request_id: RequestId
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+    # The client's roots (a 2025-11-25 session that declared them): the call may touch only
+    # granted workspaces at or below one of these. None: no roots, the grants alone decide.
+    roots: tuple[WorkspaceUri, ...] | None = None
+    progress: ProgressSink | None = None
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the client how far the call is; nothing happens when it did not ask."""
+        if self.progress is not None:
+            self.progress(progress, total, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,7 +87,7 @@ class ConfirmedAction(Tool):
 
         title = clean_title(args["title"], self.action.tool)
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             shown, found = notes.find_candidates(conn, workspace.uri, title, limit=MAX_CANDIDATES)
         if not shown:
             raise ToolFailure(
@@ -158,7 +158,7 @@ class ConfirmedAction(Tool):
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             now = self.services.clock()
             self.claim(conn, ctx, claims, "declined", None, None, now)
             self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"], now)
@@ -174,7 +174,7 @@ class ConfirmedAction(Tool):
         digest = answer_digest(note_id)  # pure: computed before the write lock is taken
         with write_tx(self.services.engine) as conn:
             # Re-authorize first: even replaying a recorded outcome needs a live grant.
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             previous = nonces.get(conn, claims.nonce)
             if previous is not None:
                 return self.replayed(ctx, previous, note_id)

@@ -50,7 +50,7 @@ class CreateNote(Tool):
         segments = new_path(self.name, args.get("path") or slug_path(title))
         path = "/".join(segments)
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             fits_under(self.name, workspace, segments)  # before anything is written
             try:
                 note = notes.insert_note(

@@ -36,6 +36,24 @@ IMPORT_OUTPUT = {
 LOG = logging.getLogger("notes_server.import")
 
 
+class FilesDone:
+    """The import's progress as files read out of the files found, for a client that asked
+    for progress (counting the files first costs a walk, so only then)."""
+
+    def __init__(self, ctx: CallContext) -> None:
+        self.ctx = ctx
+        self.total = 0
+        self.done = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.ctx.report_progress(0, total, f"{total} files to read")
+
+    def advance(self, nbytes: int) -> None:
+        self.done += 1
+        self.ctx.report_progress(self.done, self.total, f"{self.done} of {self.total} files read")
+
+
 class ImportFolder(Tool):
     name = "notes_import"
     title = "Import notes from the workspace's folder"
@@ -54,7 +72,7 @@ class ImportFolder(Tool):
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             folder = folders.mirror_folder(conn, ctx.principal, workspace.uri)
         if folder is None:
             raise ToolFailure(
@@ -69,8 +87,9 @@ class ImportFolder(Tool):
             raise ToolFailure(
                 "The folder configured for this workspace cannot be opened."
             ) from None
+        reported = None if ctx.progress is None else FilesDone(ctx)
         try:
-            summary = import_folder(self.services.engine, fd, workspace, ImportOptions())
+            summary = import_folder(self.services.engine, fd, workspace, ImportOptions(), reported)
         finally:
             os.close(fd)
         counts = summary.as_json()

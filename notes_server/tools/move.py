@@ -42,10 +42,8 @@ class MoveNote(Tool):
 
         with write_tx(self.services.engine) as conn:
             # Both grants are checked before the note is looked up; both refusals read the same.
-            target = authorize(conn, ctx.principal, args["targetWorkspaceUri"], write=True)
-            _, note, _ = owned_note(
-                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
-            )
+            target = authorize(conn, ctx, args["targetWorkspaceUri"], write=True)
+            _, note, _ = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=True)
             # A new path must look like no other; a kept one only has to fit the target.
             segments = new_path(self.name, args["path"]) if "path" in args else stored_path(note)
             fits_under(self.name, target, segments)  # before anything is written

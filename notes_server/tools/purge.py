@@ -134,7 +134,7 @@ class PurgeNotes(ConfirmedAction):
         secret = secrets.token_urlsafe(32)
         now = self.services.clock()
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             found = approvals.archived_notes(conn, workspace.uri)
             if not found:
                 raise ToolFailure("No archived notes in this workspace: nothing to purge.")
@@ -223,7 +223,7 @@ class PurgeNotes(ConfirmedAction):
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             approval = approvals.get(conn, claims.payload["pa"])
             self.check_binding(ctx, approval, claims)
             assert approval is not None and approval.approved_at is not None
@@ -271,7 +271,7 @@ class PurgeNotes(ConfirmedAction):
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=True)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             now = self.services.clock()
             self.claim(conn, ctx, claims, outcome, None, None, now)
             title = f"purge of {claims.payload.get('cnt', '?')} archived note(s)"

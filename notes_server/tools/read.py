@@ -26,7 +26,5 @@ class ReadNote(Tool):
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            _, note, uri = owned_note(
-                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=False
-            )
+            _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
         return ToolResult({"note": note_full(note, uri)})

@@ -9,6 +9,7 @@ from notes_server.errors import InvalidParams, StoreError, UriError
 from notes_server.extensions.resources import not_found
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext
+from notes_server.tools.scope import usable_workspaces, within_roots
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
 from notes_server.values import is_ascii_digits
@@ -39,6 +40,9 @@ class NoteResources:
             .offset(offset)
         )
         with read_tx(self.services.engine) as conn:
+            if ctx.roots is not None:  # the client's roots narrow the grants, never widen
+                usable = usable_workspaces(conn, ctx.principal, ctx.roots)
+                query = query.where(notes.c.workspace.in_(usable))
             rows = conn.execute(query).all()
         resources = [_listing(*row) for row in rows[:PAGE]]
         more = len(rows) > PAGE and offset + PAGE <= MAX_OFFSET
@@ -55,7 +59,7 @@ class NoteResources:
         with read_tx(self.services.engine) as conn:
             for grant in grants.list_grants(conn, ctx.principal):
                 workspace = parse_workspace_uri(grant.workspace)
-                if not workspace.contains(target):
+                if not workspace.contains(target) or not within_roots(workspace, ctx.roots):
                     continue
                 path = "/".join(target[len(workspace.segments) :])
                 note = notes.get_note_by_path(conn, workspace.uri, path)

@@ -13,16 +13,21 @@ from notes_server.security.uri import (
     parse_note_path,
     parse_workspace_uri,
 )
+from notes_server.tools.base import CallContext
 from notes_server.tools.titles import argument_error
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy import Connection
 
     from notes_server.store.notes import NoteRecord
+    from notes_server.tools.services import Services
 
 
-def authorize(conn: Connection, principal: str, text: object, *, write: bool) -> WorkspaceUri:
-    """Parse the workspace and check the grant; malformed and unauthorized look the same."""
+def authorize(conn: Connection, ctx: CallContext, text: object, *, write: bool) -> WorkspaceUri:
+    """Parse the workspace and check the grant, then the client's roots (which only narrow);
+    malformed, unauthorized and outside the roots look the same."""
     from notes_server.store import grants
 
     if not isinstance(text, str):
@@ -31,10 +36,49 @@ def authorize(conn: Connection, principal: str, text: object, *, write: bool) ->
         workspace = parse_workspace_uri(text)
     except UriError:
         raise WorkspaceDenied() from None
-    role = grants.role_for(conn, principal, workspace.uri)
+    role = grants.role_for(conn, ctx.principal, workspace.uri)
     if role is None or (write and role != "write"):
         raise WorkspaceDenied()
+    if not within_roots(workspace, ctx.roots):
+        raise WorkspaceDenied()
     return workspace
+
+
+def within_roots(workspace: WorkspaceUri, roots: tuple[WorkspaceUri, ...] | None) -> bool:
+    """A workspace is inside the roots when one root is it or lies above it (None: no roots).
+    A root below a workspace does not open the workspace: narrowing stays per workspace."""
+    if roots is None:
+        return True
+    return any(root == workspace or root.contains(workspace) for root in roots)
+
+
+def usable_workspaces(
+    conn: Connection, principal: str, roots: tuple[WorkspaceUri, ...] | None
+) -> list[str]:
+    """The principal's granted workspaces inside the roots, canonical URIs in order."""
+    from notes_server.store import grants
+
+    usable = []
+    for grant in grants.list_grants(conn, principal):
+        try:
+            workspace = parse_workspace_uri(grant.workspace)
+        except UriError:
+            continue
+        if within_roots(workspace, roots):
+            usable.append(workspace.uri)
+    return sorted(usable)
+
+
+def grant_lookup(services: Services) -> Callable[[str], list[str]]:
+    """principal -> its granted workspaces (canonical URIs), each call one read transaction."""
+
+    def lookup(principal: str) -> list[str]:
+        from notes_server.store.engine import read_tx
+
+        with read_tx(services.engine) as conn:
+            return usable_workspaces(conn, principal, None)
+
+    return lookup
 
 
 def not_found(note_id: str) -> ToolFailure:
@@ -44,13 +88,13 @@ def not_found(note_id: str) -> ToolFailure:
 
 
 def owned_note(
-    conn: Connection, principal: str, workspace_text: object, note_id: str, *, write: bool
+    conn: Connection, ctx: CallContext, workspace_text: object, note_id: str, *, write: bool
 ) -> tuple[WorkspaceUri, NoteRecord, str]:
     """Authorize the workspace, find the note by id inside it and contain it: what every
     by-id tool does first. Returns (workspace, note, the note's canonical URI)."""
     from notes_server.store import notes
 
-    workspace = authorize(conn, principal, workspace_text, write=write)
+    workspace = authorize(conn, ctx, workspace_text, write=write)
     note = notes.get_note(conn, workspace.uri, note_id)
     if note is None:
         raise not_found(note_id)

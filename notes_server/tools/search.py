@@ -86,7 +86,7 @@ class SearchNotes(Tool):
         limit = int(args.get("limit", DEFAULT_LIMIT))
         include_archived = bool(args.get("includeArchived", False))
         with read_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx.principal, args["workspaceUri"], write=False)
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
             digest = _query_digest(workspace.uri, query, include_archived)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
             hits = search.search(

@@ -51,7 +51,7 @@ class UpdateNote(Tool):
             raise ToolFailure("Nothing to update: pass `title` and/or `body`.")
         with write_tx(self.services.engine) as conn:
             workspace, note, _ = owned_note(
-                conn, ctx.principal, args["workspaceUri"], args["noteId"], write=True
+                conn, ctx, args["workspaceUri"], args["noteId"], write=True
             )
             expected = args.get("expectedVersion")
             if expected is not None and expected != note.version:

@@ -4,8 +4,10 @@ By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403
 authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
 under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
 pipeline in `http_exchange`: in a worker thread, or on the event loop when the standard headers
-name a request the server marks as quick (`McpServer.runs_quickly`). Modern responses are always
-`application/json` and hold nothing per client; a modern request's `Mcp-Session-Id` is ignored.
+name a request the server marks as quick (`McpServer.runs_quickly`). Modern responses are
+`application/json`, except that a request whose tool reports progress (it sent
+`_meta.progressToken`) gets `text/event-stream` (`http_progress`); they hold nothing per client,
+and a modern request's `Mcp-Session-Id` is ignored.
 With legacy sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered
 there first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without
 them.
@@ -13,6 +15,7 @@ them.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 from collections.abc import Callable
@@ -24,7 +27,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.errors import INTERNAL_ERROR
+from notes_server.protocol.dispatch import McpServer, internal_error
+from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
 from notes_server.transports.http_auth import (
     METADATA_PATH,
     Authenticator,
@@ -32,9 +37,10 @@ from notes_server.transports.http_auth import (
     principal_of,
     resource_metadata,
 )
-from notes_server.transports.http_exchange import exchange
+from notes_server.transports.http_exchange import Reply, exchange
+from notes_server.transports.http_progress import PROGRESS_MARKER, ProgressStream, Relay
 from notes_server.transports.http_responses import error_response, json_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http_threads import RequestTimeout, WorkerThreads
 
 MCP_PATH = "/mcp"
 _HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")
@@ -123,14 +129,27 @@ class McpEndpoint:
             if answer is not None:
                 return answer
         headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
+        if PROGRESS_MARKER in body:
+            return await self.with_progress(body, headers, principal_of(request.scope))
         call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
         if self.quick(headers):
             reply = call()  # cheaper than a hand-off; a body that differs fails the header check
         else:
             reply = await self.threads.run(call, self.http.request_timeout)
-        if reply.body is None:
-            return Response(status_code=reply.status)
-        return Response(reply.body, reply.status, media_type="application/json")
+        return _response(reply)
+
+    async def with_progress(
+        self, body: bytes, headers: dict[str, list[str]], principal: str
+    ) -> ASGIApp:
+        """Plain JSON unless the handler reports progress before it replies; then an SSE
+        stream of the notifications and the reply (`http_progress`)."""
+        relay = Relay()
+        call = functools.partial(exchange, self.server, body, headers, principal, relay.emit)
+        work = asyncio.ensure_future(self.threads.run(call, self.http.request_timeout))
+        first = await relay.first(work)
+        if first is None:
+            return _response(work.result())
+        return ProgressStream(relay, first, work, functools.partial(_final, body))
 
     def quick(self, headers: dict[str, list[str]]) -> bool:
         """The standard headers name a request the server marks as quick (`runs_quickly`).
@@ -140,6 +159,29 @@ class McpEndpoint:
         if len(methods) != 1 or len(names) > 1:
             return False
         return self.server.runs_quickly(methods[0], names[0] if names else None)
+
+
+def _response(reply: Reply) -> Response:
+    if reply.body is None:
+        return Response(status_code=reply.status)
+    return Response(reply.body, reply.status, media_type="application/json")
+
+
+def _final(body: bytes, work: asyncio.Future[Reply]) -> bytes:
+    """The last event of a progress stream: the reply, or the error that ended the work."""
+    exc = work.exception()
+    if exc is None and work.result().body is not None:
+        reply_body = work.result().body
+        assert reply_body is not None
+        return reply_body
+    try:
+        request_id = request_id_of(parse_json(body))
+    except DecodeFailure:
+        request_id = None
+    if isinstance(exc, RequestTimeout):
+        return encode_error(request_id, {"code": INTERNAL_ERROR, "message": str(exc)})
+    failure = exc if isinstance(exc, Exception) else RuntimeError("no reply")
+    return encode_error(request_id, internal_error(failure, "an HTTP request"))
 
 
 def mcp_routes(

@@ -37,6 +37,7 @@ from notes_server.protocol.envelope import (
 )
 from notes_server.protocol.headers import HeaderValues, check_headers
 from notes_server.protocol.meta import read_meta_shape
+from notes_server.protocol.progress import Emit, progress_sink
 
 log = logging.getLogger("notes_server.http")
 
@@ -74,8 +75,15 @@ def _error(request_id: RequestId | None, error: dict[str, object], *, handler: b
     return Reply(status, encode_error(request_id, error))
 
 
-def exchange(server: McpServer, body: bytes, headers: HeaderValues, principal: str) -> Reply:
-    """Answer one POST body for an authenticated principal."""
+def exchange(
+    server: McpServer,
+    body: bytes,
+    headers: HeaderValues,
+    principal: str,
+    notify: Emit | None = None,
+) -> Reply:
+    """Answer one POST body for an authenticated principal; `notify` carries the request's
+    progress notifications, when it asked for them."""
     try:
         message = decode(body)
     except DecodeFailure as failure:
@@ -87,7 +95,8 @@ def exchange(server: McpServer, body: bytes, headers: HeaderValues, principal: s
         check_headers(headers, message, read_meta_shape(message.params))
     except McpError as exc:
         return _error(message.id, to_wire(exc), handler=False)
-    result, error = server.handle_request(message, principal)
+    progress = progress_sink(message.params, notify)
+    result, error = server.handle_request(message, principal, progress=progress)
     if error is not None:
         return _error(message.id, error, handler=True)
     assert result is not None

@@ -69,11 +69,14 @@ class LineWriter:
         self._stream.flush()
 
 
-def answer(server: McpServer, principal: str, frame: Frame) -> bytes | None:
-    """The stateless reply to one frame; None for notifications."""
+def answer(
+    server: McpServer, principal: str, frame: Frame, notify: Callable[[bytes], None] | None = None
+) -> bytes | None:
+    """The stateless reply to one frame; None for notifications. `notify` writes the request's
+    progress notifications (each a line, before the reply)."""
     if isinstance(frame, Oversized):
         return encode_error(None, to_wire(InvalidRequest("Invalid Request: message too large")))
-    return server.handle_raw(frame, principal)
+    return server.handle_raw(frame, principal, notify)
 
 
 def internal_error(frame: Frame) -> bytes | None:
@@ -129,7 +132,7 @@ class StatelessConnection:
             self.writer.write(reply)
 
     def _answer(self, frame: Frame) -> bytes | None:
-        return answer(self.server, self.principal, frame)
+        return answer(self.server, self.principal, frame, self.writer.write)
 
 
 def serve_stdio(

@@ -9,6 +9,7 @@ real confirmation's (-32602).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from notes_server.errors import MissingCapability
@@ -121,12 +122,17 @@ class MultipleContentTypes(Fixture):
 
 
 class ToolWithProgress(Fixture):
-    """Answers at once: responses are plain JSON, so there is no stream to carry progress."""
+    """Reports 0, 50 and 100 of 100, about 50 ms apart (the work the suite asks to emulate);
+    the transport sends them only when the request carried `_meta.progressToken`."""
 
     name = "test_tool_with_progress"
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
-        return Content(text("Progress tool finished (no progress stream over JSON responses)."))
+        for step in (0, 50, 100):
+            if step:
+                time.sleep(0.05)
+            ctx.report_progress(step, 100)
+        return Content(text("Progress tool finished: reported 0, 50 and 100 of 100."))
 
 
 class LoggingTool(Fixture):
@@ -297,6 +303,130 @@ class Capabilities(RoundTrip):
         return wanted
 
 
+class AskOnce(Fixture):
+    """The 2025-era fixtures: ask the client one thing (as an embedded input request, which
+    the 2025-11-25 adapter sends as a real server request), then report the answer."""
+
+    needs: str = "elicitation"
+
+    def question(self, args: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def report(self, answer: dict[str, Any]) -> str:
+        content = answer.get("content")
+        return f"Elicitation completed: action={answer.get('action')}, content={content}"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        if not isinstance(ctx.capabilities.get(self.needs), dict):
+            raise MissingCapability(
+                f"This tool requires the {self.needs} capability",
+                {"requiredCapabilities": {self.needs: {}}},
+            )
+        answer = (ctx.input_responses or {}).get("answer")
+        if isinstance(answer, dict):
+            return Content(text(self.report(answer)))
+        state = self.services.states.issue(
+            principal=ctx.principal, tool=self.name, phase="ask", arguments=args
+        )
+        return InputRequired({"answer": self.question(args)}, state)
+
+
+def _form(message: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
+
+
+def _with_args(**properties: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+class LegacyElicitation(AskOnce):
+    name = "test_elicitation"
+    input_schema = _with_args(message={"type": "string"})
+
+    def question(self, args: dict[str, Any]) -> dict[str, Any]:
+        properties = {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        }
+        return _form(args["message"], properties, ["username", "email"])
+
+    def report(self, answer: dict[str, Any]) -> str:
+        action, content = answer.get("action"), answer.get("content")
+        return f"User response: <action: {action}, content: {content}>"
+
+
+class LegacySampling(AskOnce):
+    name = "test_sampling"
+    needs = "sampling"
+    input_schema = _with_args(prompt={"type": "string"})
+
+    def question(self, args: dict[str, Any]) -> dict[str, Any]:
+        return sample(args["prompt"], 100)
+
+    def report(self, answer: dict[str, Any]) -> str:
+        block = answer.get("content")
+        said = block.get("text") if isinstance(block, dict) else None
+        return f"LLM response: {said}"
+
+
+class ElicitationDefaults(AskOnce):
+    name = "test_elicitation_sep1034_defaults"
+
+    def question(self, args: dict[str, Any]) -> dict[str, Any]:
+        properties = {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        }
+        return _form("Please review your details", properties, [])
+
+
+def _titled(prefix: str, titles: list[str]) -> list[dict[str, str]]:
+    return [{"const": f"{prefix}{n}", "title": title} for n, title in enumerate(titles, 1)]
+
+
+class ElicitationEnums(AskOnce):
+    name = "test_elicitation_sep1330_enums"
+
+    def question(self, args: dict[str, Any]) -> dict[str, Any]:
+        options = ["option1", "option2", "option3"]
+        properties = {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": _titled("value", ["First Option", "Second Option", "Third Option"]),
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": _titled("value", ["First Choice", "Second Choice", "Third Choice"])
+                },
+            },
+        }
+        return _form("Please pick your options", properties, [])
+
+
 TOOLS: list[type[Tool]] = [
     SimpleText,
     ErrorHandling,
@@ -316,4 +446,8 @@ TOOLS: list[type[Tool]] = [
     StreamingElicitation,
     TamperedState,
     Capabilities,
+    LegacyElicitation,
+    LegacySampling,
+    ElicitationDefaults,
+    ElicitationEnums,
 ]

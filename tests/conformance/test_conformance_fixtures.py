@@ -125,8 +125,9 @@ def load_runner() -> ModuleType:
     return module
 
 
-def test_every_expected_failure_names_a_check_and_a_reason() -> None:
-    entries = load_runner().expected_failures()
+@pytest.mark.parametrize("revision", ["2026-07-28", "2025-11-25"])
+def test_every_expected_failure_names_a_check_and_a_reason(revision: str) -> None:
+    entries = load_runner().expected_failures(revision)
 
     assert entries
     for key, reason in entries.items():
@@ -154,8 +155,8 @@ def test_only_unexpected_scored_failures_fail_the_run(capsys: pytest.CaptureFixt
         "tools-list": [check("ToolsList", "SUCCESS")],
         "tasks-lifecycle": [check("TaskCreate", "FAILURE")],
     }
-    assert runner.report(SUITE_OUTPUT, results) == 0
+    assert runner.report(SUITE_OUTPUT, results, "2026-07-28") == 0
 
     results["tools-list"] = [check("ToolsList", "FAILURE")]
-    assert runner.report(SUITE_OUTPUT, results) == 1
+    assert runner.report(SUITE_OUTPUT, results, "2026-07-28") == 1
     assert "UNEXPECTED FAILURE tools-list/ToolsList" in capsys.readouterr().out

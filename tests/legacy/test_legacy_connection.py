@@ -251,12 +251,18 @@ def test_roots_requests_are_forwarded_and_an_error_answer_is_left_out(
     stub: Callable[[Asker], McpServer],
 ) -> None:
     tool = RootsAsker()
-    refusal = {"jsonrpc": "2.0", "id": "s-1", "error": {"code": -32601, "message": "no roots"}}
+    refusals = [
+        {"jsonrpc": "2.0", "id": f"s-{n}", "error": {"code": -32601, "message": "no roots"}}
+        for n in (1, 2)
+    ]
 
-    out = run(stub(tool), init({"roots": {"listChanged": True}}), call_asker(), refusal)
+    out = run(stub(tool), init({"roots": {"listChanged": True}}), call_asker(), *refusals)
 
+    # s-1: the session's own roots/list before serving a call (no `initialized` came);
+    # s-2: the tool's embedded one.
     assert out[1] == {"jsonrpc": "2.0", "id": "s-1", "method": "roots/list"}
-    assert out[2]["result"]["structuredContent"] == {"done": True}
+    assert out[2] == {"jsonrpc": "2.0", "id": "s-2", "method": "roots/list"}
+    assert out[3]["result"]["structuredContent"] == {"done": True}
     assert tool.seen == [None, {}]
 
 

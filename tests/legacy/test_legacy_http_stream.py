@@ -36,7 +36,7 @@ class Core:
     )
     retries: list[dict[str, Any]] = field(default_factory=list)
 
-    def dispatch(self, request: Request) -> tuple[dict[str, Any], None]:
+    def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
         self.retries.append(request.params)
         return DONE, None
 

@@ -1,0 +1,86 @@
+"""The database side of 2025-11-25 HTTP sessions, as the transport uses it: a session's row
+(opened with a random id whose SHA-256 is the key), its roots, and the questions awaiting the
+client's answers, with the clock applied."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from notes_server.legacy.roots import GrantLookup, Roots, dump_roots, load_roots
+from notes_server.legacy.session import LegacySession
+from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
+
+SESSION_TTL = timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyHttpOptions:
+    """What the composition root provides: the repository (built on first use), the clock,
+    and how long to wait for a user's answer (the confirmation state's lifetime)."""
+
+    repository: Callable[[], SqlLegacySessions]
+    clock: Callable[[], datetime]
+    answer_wait_s: float
+    grants: GrantLookup | None = None
+
+
+def session_hash(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class SessionStore:
+    """The repository calls the transport makes, with the clock applied."""
+
+    def __init__(self, options: LegacyHttpOptions) -> None:
+        self.options = options
+
+    @property
+    def repo(self) -> SqlLegacySessions:
+        return self.options.repository()
+
+    def open(self, principal: str, session: LegacySession) -> str:
+        session_id = secrets.token_urlsafe(32)
+        now = self.options.clock()
+        info = None if session.client_info is None else json.dumps(session.client_info)
+        record = SessionRecord(
+            principal, session.version, json.dumps(session.capabilities), info, now + SESSION_TTL
+        )
+        self.repo.create(session_hash(session_id), record, now)
+        return session_id
+
+    def find(self, key: str, principal: str) -> LegacySession | None:
+        record = self.repo.find(key, principal, self.options.clock())
+        if record is None:
+            return None
+        info = None if record.client_info_json is None else json.loads(record.client_info_json)
+        known, roots = load_roots(record.roots_json)
+        return LegacySession(
+            record.version,
+            json.loads(record.capabilities_json),
+            info,
+            roots,
+            known,
+            record.roots_generation,
+        )
+
+    def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None:
+        self.repo.store_roots(key, dump_roots(roots), generation)
+
+    def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool:
+        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
+        return self.repo.ask(key, question, client_key, expires)
+
+    def cancel(self, key: str, client_key: str, wait_s: float) -> None:
+        expires = self.options.clock() + timedelta(seconds=wait_s + 60)
+        self.repo.cancel(key, client_key, expires)
+
+    def poll(self, key: str, question: str) -> Answer | None:
+        return self.repo.poll(key, question)
+
+    def close(self, key: str, question: str) -> None:
+        self.repo.close(key, question)

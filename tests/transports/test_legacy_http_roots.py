@@ -1,0 +1,204 @@
+"""Roots only narrow, over 2025-era Streamable HTTP and across processes.
+
+Two `serve --transport http` instances share one database. A legacy client that declared
+`roots` is asked `roots/list` on the SSE stream of its first request that depends on them; it
+answers with a POST to the OTHER instance, and the roots are kept in the session row, so both
+instances narrow the session alike. `notifications/roots/list_changed` (to either instance)
+makes the next such request ask again."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_support import HttpServer, start_http_server
+from sqlalchemy import Engine
+
+from notes_server.errors import WORKSPACE_DENIED
+from notes_server.security.keyring import KeyRing
+from notes_server.security.tokens import create_token
+from notes_server.store.tokens import SqlTokenRecords
+
+NOTES = "file:///home/alice/notes"
+SHARED = "file:///srv/shared"
+BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+DENIED = {"code": -32602, "message": WORKSPACE_DENIED}
+Pair = tuple[HttpServer, HttpServer, str]
+
+
+@pytest.fixture
+def pair(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[Pair]:
+    grant("alice", NOTES)
+    grant("alice", SHARED)
+    _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
+    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
+    url = str(migrated_engine.url)
+    first = start_http_server(tmp_path, url, "--auth", "token", env=env)
+    try:
+        second = start_http_server(tmp_path, url, "--auth", "token", env=env)
+    except BaseException:
+        first.stop()
+        raise
+    yield first, second, token
+    first.stop()
+    second.stop()
+
+
+class Host:
+    def __init__(self, token: str, capabilities: dict[str, Any]) -> None:
+        self.http = httpx.Client(timeout=30)
+        self.token = token
+        self.capabilities = capabilities
+        self.session = ""
+        self.ids = 0
+
+    def headers(self) -> dict[str, str]:
+        headers = {**BASE, "Authorization": f"Bearer {self.token}"}
+        if self.session:
+            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
+        return headers
+
+    def post(self, server: HttpServer, message: dict[str, Any]) -> httpx.Response:
+        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.ids += 1
+        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+
+    def initialize(self, server: HttpServer) -> None:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": self.capabilities,
+            "clientInfo": {"name": "roots-test", "version": "1"},
+        }
+        reply = self.post(server, self.request("initialize", params))
+        self.session = reply.headers["mcp-session-id"]
+        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert self.post(server, notice).status_code == 202
+
+    def create(self, server: HttpServer, workspace: str | None, title: str) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"title": title}
+        if workspace is not None:
+            arguments["workspaceUri"] = workspace
+        call = self.request("tools/call", {"name": "notes_create", "arguments": arguments})
+        response = self.post(server, call)
+        assert response.headers["content-type"] == "application/json", response.text
+        reply: dict[str, Any] = response.json()
+        return reply
+
+    def roots_then(
+        self, server: HttpServer, other: HttpServer, message: dict[str, Any], *uris: str
+    ) -> dict[str, Any]:
+        """POST `message` to `server`, answer the roots/list on its stream through `other`,
+        and return the final message of the stream."""
+        url = f"{server.url}/mcp"
+        with self.http.stream("POST", url, json=message, headers=self.headers()) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            received = events(response)
+            question = next(received)
+            assert question["method"] == "roots/list"
+            roots = {"roots": [{"uri": uri, "name": "r"} for uri in uris]}
+            answer = {"jsonrpc": "2.0", "id": question["id"], "result": roots}
+            assert self.post(other, answer).status_code == 202
+            final = next(received)
+            assert list(received) == []
+        return final
+
+
+def events(stream: httpx.Response) -> Iterator[dict[str, Any]]:
+    data: list[str] = []
+    for line in stream.iter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and data:
+            yield json.loads("\n".join(data))
+            data = []
+
+
+def create_call(host: Host, workspace: str | None, title: str) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"title": title}
+    if workspace is not None:
+        arguments["workspaceUri"] = workspace
+    return host.request("tools/call", {"name": "notes_create", "arguments": arguments})
+
+
+def note_uri(reply: dict[str, Any]) -> str:
+    return str(reply["result"]["structuredContent"]["note"]["uri"])
+
+
+@pytest.fixture
+def host(pair: Pair) -> Iterator[Host]:
+    client = Host(pair[2], {"elicitation": {}, "roots": {"listChanged": True}})
+    yield client
+    client.http.close()
+
+
+def test_roots_asked_on_one_instance_narrow_the_session_on_both(pair: Pair, host: Host) -> None:
+    first, second, _ = pair
+    host.initialize(first)
+
+    final = host.roots_then(first, second, create_call(host, None, "defaulted"), "file:///home")
+    denied_elsewhere = host.create(second, SHARED, "shared")
+    allowed_elsewhere = host.create(second, NOTES, "notes")
+
+    assert note_uri(final).startswith(NOTES + "/")
+    assert denied_elsewhere["error"] == DENIED
+    assert note_uri(allowed_elsewhere).startswith(NOTES + "/")
+
+
+def test_roots_disjoint_from_the_grants_open_nothing(pair: Pair, host: Host) -> None:
+    first, second, _ = pair
+    host.initialize(first)
+
+    listing = host.request("resources/list", {})
+    final = host.roots_then(first, second, listing, "file:///tmp/elsewhere")
+    named = host.create(second, NOTES, "named")
+
+    assert final["result"]["resources"] == []
+    assert named["error"] == DENIED
+
+
+def test_a_root_equal_to_a_grant_and_a_change_mid_session(pair: Pair, host: Host) -> None:
+    first, second, _ = pair
+    host.initialize(first)
+    final = host.roots_then(first, second, create_call(host, SHARED, "one"), SHARED)
+    assert note_uri(final).startswith(SHARED + "/")
+    assert host.create(first, NOTES, "two")["error"] == DENIED
+
+    changed = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+    assert host.post(second, changed).status_code == 202
+    final = host.roots_then(first, second, create_call(host, NOTES, "three"), NOTES)
+
+    assert note_uri(final).startswith(NOTES + "/")
+    assert host.create(second, SHARED, "four")["error"] == DENIED
+
+
+def test_a_client_without_roots_is_never_asked_and_not_narrowed(pair: Pair) -> None:
+    first, second, token = pair
+    host = Host(token, {"elicitation": {}})
+    host.initialize(first)
+
+    notes = host.create(first, NOTES, "notes")
+    shared = host.create(second, SHARED, "shared")
+    missing = host.create(second, None, "missing")
+
+    assert note_uri(notes).startswith(NOTES + "/")
+    assert note_uri(shared).startswith(SHARED + "/")
+    assert missing["result"]["isError"] is True
+    assert f"usable workspaces: {NOTES}, {SHARED}." in missing["result"]["content"][0]["text"]
+    host.http.close()
+
+
+def test_an_empty_roots_list_is_kept_and_narrows_nothing(pair: Pair, host: Host) -> None:
+    first, second, _ = pair
+    host.initialize(first)
+
+    final = host.roots_then(first, second, create_call(host, NOTES, "notes"))
+    shared = host.create(second, SHARED, "shared")
+
+    assert note_uri(final).startswith(NOTES + "/")
+    assert note_uri(shared).startswith(SHARED + "/")
