@@ -12,8 +12,6 @@ import os
 from typing import Any
 
 from notes_server.errors import ToolFailure
-from notes_server.folders.importer import ImportOptions, import_folder
-from notes_server.folders.walker import FolderError, open_root
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.scope import authorize
 from notes_server.tools.views import WORKSPACE_URI, schema
@@ -68,6 +66,9 @@ class ImportFolder(Tool):
     tool_annotations = tool_hints("Import notes from the workspace's folder", read_only=False)
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+        # The folder machinery (~4 ms of imports) loads on the first import, not at every start.
+        from notes_server.folders.importer import ImportOptions, import_folder
+        from notes_server.folders.walker import FolderError, open_root
         from notes_server.store import folders
         from notes_server.store.engine import read_tx
 
