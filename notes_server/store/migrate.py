@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
     from sqlalchemy import Connection, Engine
 
-HEAD = "0005"
+HEAD = "0006"
 
 
 def migrations_dir() -> Path:
