@@ -22,6 +22,7 @@ _PREFIX = f"nstest_{os.getpid()}_"
 _TEMPLATE = f"{_PREFIX}template"
 _lock = threading.Lock()
 _created: list[str] = []
+_kept: list[str] = []
 _template_ready = False
 
 
@@ -84,19 +85,31 @@ def _ensure_template() -> None:
     _template_ready = True
 
 
-def database_url(tmp_path: Path, *, migrated: bool = True) -> str:
-    """A fresh database for this test (one per tmp_path; the same URL when asked again)."""
+def database_url(tmp_path: Path, *, migrated: bool = True, per_test: bool = True) -> str:
+    """A fresh database for this test (one per tmp_path; the same URL when asked again),
+    dropped at the test's end; with per_test=False the caller drops it (`drop_database`)."""
     digest = hashlib.sha256(f"{tmp_path}|{migrated}".encode()).hexdigest()[:16]
     name = f"{_PREFIX}{digest}"
     with _lock:
-        if name not in _created:
+        if name not in _created and name not in _kept:
             if migrated:
                 _ensure_template()
                 _admin(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
             else:
                 _admin(f'CREATE DATABASE "{name}"')
-            _created.append(name)
+            (_created if per_test else _kept).append(name)
     return url_for(name)
+
+
+def drop_database(url: str) -> None:
+    """Drop a database made with per_test=False."""
+    from sqlalchemy.engine.url import make_url
+
+    name = make_url(url).database
+    with _lock:
+        if name in _kept:
+            _kept.remove(name)
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def drop_created() -> None:
