@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from notes_server import __version__
@@ -85,7 +85,20 @@ def create_http_app(
         http,
         extra_routes=composed.http_routes(),
         legacy=legacy_http(server, http, services),
+        health=schema_check(services),
     )
+
+
+def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
+    """For `GET /healthz`: (the database's schema revision, the one this build needs); raises
+    when the database cannot be reached."""
+
+    def check() -> tuple[str | None, str]:
+        from notes_server.store import migrate
+
+        return migrate.current_revision(services.engine), migrate.HEAD
+
+    return check
 
 
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:

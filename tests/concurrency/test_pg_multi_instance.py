@@ -30,7 +30,7 @@ from http_support import HttpServer, rpc, start_http_server
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace
-from notes_server.store import grants
+from notes_server.store import grants, migrate
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import utc_now
@@ -157,6 +157,13 @@ def _committed(cluster: Cluster, note_id: str) -> tuple[int, int, int]:
             id=note_id,
         ),
     )
+
+
+def test_every_instance_reports_healthy_on_the_shared_database(cluster: Cluster) -> None:
+    for server, client in zip(cluster.servers, cluster.clients, strict=False):
+        response = client.get(f"{server.url}/healthz")
+        assert response.status_code == 200, response.text
+        assert response.json() == {"status": "ok", "schema": migrate.HEAD}
 
 
 def test_racing_identical_accepts_across_instances_delete_exactly_once(cluster: Cluster) -> None:
