@@ -36,13 +36,35 @@ def pytest_configure(config: pytest.Config) -> None:
             pytest.exit(f"{problem}; the PostgreSQL run is skipped", returncode=0)
 
 
+# Whole modules whose subject is SQLite itself, skipped on PostgreSQL (the multi-process races
+# and crash points read the SQLite file; PostgreSQL's race is test_pg_multi_instance.py).
+SQLITE_ONLY_MODULES = {
+    "concurrency/test_delete_race.py": "processes racing on one SQLite file",
+    "concurrency/test_crash_safety.py": "the harness reads the SQLite file after each kill",
+    "concurrency/test_first_start_race.py": "the embedded default database's first start",
+    "concurrency/test_revoke_between_rounds.py": "the harness reads the SQLite file",
+    "test_cli_db_faults.py": "SQLite fault injection (garbage file, read-only directory)",
+    "transports/test_stdio_db_faults.py": "SQLite fault injection",
+    "transports/test_http_db_faults.py": "SQLite fault injection",
+    "security/test_sandbox_process.py": "the sandbox's SQLite file rules",
+    "security/test_folder_sandbox.py": "the sandbox's SQLite file rules",
+    "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
+}
+_TESTS = Path(__file__).parent
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not pg_support.on_postgresql():
         return
     for item in items:
         marker = item.get_closest_marker("sqlite_only")
+        module = (
+            item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
+        )
+        reason = SQLITE_ONLY_MODULES.get(module)
         if marker is not None:
             reason = marker.args[0] if marker.args else "SQLite-specific behaviour"
+        if reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
 
 
