@@ -40,7 +40,6 @@ def pytest_configure(config: pytest.Config) -> None:
 # and crash points read the SQLite file; PostgreSQL's race is test_pg_multi_instance.py).
 SQLITE_ONLY_MODULES = {
     "concurrency/test_delete_race.py": "processes racing on one SQLite file",
-    "concurrency/test_crash_safety.py": "the harness reads the SQLite file after each kill",
     "concurrency/test_first_start_race.py": "the embedded default database's first start",
     "concurrency/test_revoke_between_rounds.py": "the harness reads the SQLite file",
     "test_cli_db_faults.py": "SQLite fault injection (garbage file, read-only directory)",
