@@ -41,7 +41,7 @@ def url_for(database: str) -> str:
     return make_url(admin_url()).set(database=database).render_as_string(hide_password=False)
 
 
-def _admin(statement: str) -> None:
+def _admin(statement: str) -> list[tuple[Any, ...]]:
     """Run one statement outside a transaction (CREATE/DROP DATABASE refuse to run in one)."""
     import psycopg
     from sqlalchemy.engine.url import make_url
@@ -56,7 +56,21 @@ def _admin(statement: str) -> None:
     if url.password:
         params["password"] = url.password
     with psycopg.connect(**params, autocommit=True) as conn:
-        conn.execute(statement)
+        cursor = conn.execute(statement)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _drop_stale() -> None:
+    """Drop what runs killed before their cleanup left (their process is gone); only for a
+    server on this machine, where a process id means something."""
+    from sqlalchemy.engine.url import make_url
+
+    if make_url(admin_url()).host not in (None, "127.0.0.1", "localhost", "::1"):
+        return
+    for (name,) in _admin("SELECT datname FROM pg_database WHERE datname LIKE 'nstest\\_%'"):
+        pid = str(name).split("_")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def reachable() -> str | None:
@@ -75,6 +89,7 @@ def _ensure_template() -> None:
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
+    _drop_stale()
     _admin(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)')
     _admin(f'CREATE DATABASE "{_TEMPLATE}"')
     engine = make_engine(url_for(_TEMPLATE))

@@ -14,6 +14,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+# The full-text functions below (to_tsquery, ts_rank, ts_headline) compile only once the
+# PostgreSQL dialect has registered them, so it is imported before they are built, whatever a
+# process happened to import first (a search can be the first thing a fresh instance runs).
+import sqlalchemy.dialects.postgresql  # noqa: F401  (registers the functions; see above)
 from sqlalchemy import (
     ColumnElement,
     Connection,

@@ -5,7 +5,10 @@ Runs on the local PostgreSQL server in every run of the suite (skipped without o
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import Engine, text, update
 
@@ -130,3 +133,27 @@ def test_postgresql_search_uses_the_gin_index(pg_engine: Engine) -> None:
             )
         )
     assert "ix_notes_search_vector" in plan
+
+
+def test_a_search_can_be_the_first_thing_a_fresh_process_runs(
+    pg_engine: Engine, tmp_path: Path
+) -> None:
+    # The full-text functions compile only once the PostgreSQL dialect registered them: a
+    # process whose first import is the search module must still search.
+    _insert(pg_engine, MINE, [("Fig", "fig jam")])
+    script = (
+        "import sys\n"
+        "from sqlalchemy import create_engine\n"
+        "from notes_server.store import search\n"
+        "engine = create_engine(sys.argv[1])\n"
+        "with engine.connect() as conn:\n"
+        f"    hits = search.search(conn, {MINE!r}, 'fig', include_archived=False, limit=5,"
+        " offset=0)\n"
+        "print(len(hits), hits[0].snippet)\n"
+    )
+    url = pg_engine.url.render_as_string(hide_password=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script, url], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1 **fig** jam\n"
