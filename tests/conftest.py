@@ -47,6 +47,8 @@ SQLITE_ONLY_MODULES = {
     "transports/test_http_db_faults.py": "SQLite fault injection",
     "security/test_sandbox_process.py": "the sandbox's SQLite file rules",
     "security/test_folder_sandbox.py": "the sandbox's SQLite file rules",
+    "security/test_token_cache.py": "SQLite's change counter; a server database remembers nothing",
+    "test_hot_paths.py": "the pysqlite fast paths and the SQLite cold start",
     "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
 }
 _TESTS = Path(__file__).parent
