@@ -107,7 +107,20 @@ def create_http_app(
         http,
         extra_routes=composed.http_routes(),
         legacy=legacy_http(server, http, services),
+        health=schema_check(services),
     )
+
+
+def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
+    """For `GET /healthz`: (the database's schema revision, the one this build needs); raises
+    when the database cannot be reached."""
+
+    def check() -> tuple[str | None, str]:
+        from notes_server.store import migrate
+
+        return migrate.current_revision(services.engine), migrate.HEAD
+
+    return check
 
 
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:

@@ -139,8 +139,41 @@ def database_fault(exc: BaseException) -> DatabaseFault | None:
         return None if cause is None else DatabaseFault(cause)
     # Another driver: SQLAlchemy files connection and server failures under OperationalError.
     if orig is not None and type(exc).__name__ == "OperationalError":
-        return DatabaseFault("the database is unavailable")
+        return DatabaseFault(_server_cause(orig))
     return None
+
+
+# PostgreSQL SQLSTATEs an operator can act on (psycopg's `.sqlstate`; None before a session).
+_SQLSTATE_CAUSES = {
+    "28P01": "the server refused the credentials",
+    "28000": "the server refused the credentials",
+    "3D000": "the database does not exist on the server",
+    "57014": "a statement took longer than the statement timeout",
+    "57P01": "the server is shutting down",
+    "53300": "the server has no free connection slots",
+}
+
+
+# libpq reports a refused connection as text only (no SQLSTATE): the server's FATAL line. Only
+# the category is shown; the text itself names the user, which may be a secret.
+_CONNECT_CAUSES = (
+    ("password authentication failed", "the server refused the credentials"),
+    ("authentication failed", "the server refused the credentials"),
+    ("role ", "the server refused the credentials"),
+    ("database ", "the database does not exist on the server"),
+)
+
+
+def _server_cause(orig: object) -> str:
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate is not None:
+        return _SQLSTATE_CAUSES.get(str(sqlstate), "the database is unavailable")
+    text = str(orig)
+    fatal = text.partition("FATAL:")[2]
+    for needle, cause in _CONNECT_CAUSES:
+        if needle in fatal and ("exist" in fatal or "authentication" in needle):
+            return cause
+    return "the database server cannot be reached"
 
 
 def to_wire(exc: BaseException) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import pg_support
 from helpers import ServerProcess, default_db_url, make_request
 from helpers import spawn_server as _spawn_server
 
@@ -25,6 +26,76 @@ from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
 
 Call = Callable[..., dict[str, Any]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if pg_support.on_postgresql():
+        problem = pg_support.reachable()
+        if problem is not None:
+            # Say so and skip the run; CI checks the server first (.ci/pg-preflight) and fails.
+            pytest.exit(f"{problem}; the PostgreSQL run is skipped", returncode=0)
+
+
+# Whole modules whose subject is SQLite itself, skipped on PostgreSQL (the multi-process races
+# and crash points read the SQLite file; PostgreSQL's race is test_pg_multi_instance.py).
+SQLITE_ONLY_MODULES = {
+    "concurrency/test_delete_race.py": "processes racing on one SQLite file",
+    "concurrency/test_first_start_race.py": "the embedded default database's first start",
+    "concurrency/test_revoke_between_rounds.py": "the harness reads the SQLite file",
+    "test_cli_db_faults.py": "SQLite fault injection (garbage file, read-only directory)",
+    "transports/test_stdio_db_faults.py": "SQLite fault injection",
+    "transports/test_http_db_faults.py": "SQLite fault injection",
+    "security/test_sandbox_process.py": "the sandbox's SQLite file rules",
+    "security/test_folder_sandbox.py": "the sandbox's SQLite file rules",
+    "security/test_token_cache.py": "SQLite's change counter; a server database remembers nothing",
+    "test_hot_paths.py": "the pysqlite fast paths and the SQLite cold start",
+    "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
+}
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not pg_support.on_postgresql():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        module = (
+            item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
+        )
+        reason = SQLITE_ONLY_MODULES.get(module)
+        if marker is not None:
+            reason = marker.args[0] if marker.args else "SQLite-specific behaviour"
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+@pytest.fixture(autouse=True)
+def _drop_test_databases() -> Iterator[None]:
+    """The PostgreSQL databases a test created (any run: see `pg_engine`) are dropped when it
+    ends."""
+    yield
+    pg_support.drop_created()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    pg_support.drop_created()
+    pg_support.drop_template()
+
+
+@pytest.fixture
+def pg_engine(tmp_path: Path) -> Iterator[Engine]:
+    """A migrated throw-away PostgreSQL database in every run of the suite (for what only
+    PostgreSQL has); skipped when no server is reachable."""
+    from notes_server.store.engine import make_engine
+
+    problem = pg_support.reachable()
+    if problem is not None:
+        pytest.skip(problem)
+    engine = make_engine(pg_support.database_url(tmp_path / "pg"))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture

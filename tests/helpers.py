@@ -46,6 +46,12 @@ def make_request(
 
 
 def default_db_url(tmp_path: Path) -> str:
+    """The test's database: a SQLite file under tmp_path, or (NOTES_SERVER_TEST_DB=postgresql)
+    a throw-away migrated PostgreSQL database, dropped when the test ends."""
+    import pg_support
+
+    if pg_support.on_postgresql():
+        return pg_support.database_url(tmp_path)
     return f"sqlite:///{tmp_path}/notes.db"
 
 

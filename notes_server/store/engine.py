@@ -13,11 +13,13 @@ the test suite uses to run the portable code on SQLite).
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
 from sqlalchemy.engine import Dialect
@@ -27,6 +29,18 @@ from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
 
 BUSY_TIMEOUT_MS = 30_000
+# Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
+# 10 per process) plus a few for the stdio loop, the token cache and health checks.
+POOL_SIZE = 10
+POOL_OVERFLOW = 5
+# A statement that runs longer than a request may is cancelled by the server (SQLSTATE 57014)
+# instead of holding locks after the client was answered 503: the HTTP request timeout.
+STATEMENT_TIMEOUT_MS = 30_000
+# SQLSTATEs that mean "run the whole transaction again": serialization failure, deadlock.
+TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
+RETRY_ATTEMPTS = 5
+RETRY_BASE_DELAY = 0.01
+_T = TypeVar("_T")
 _WRITE = "notes_server_write"
 # Dialects (one per engine) of engines made Core-only: their repositories never use the driver.
 # A plain set (checked on every repository call; a WeakSet lookup costs 4x): it holds only the
@@ -44,7 +58,7 @@ def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
         raise ValueError(f"store_impl must be one of {', '.join(STORE_IMPLS)}, not {store_impl!r}")
     database = parse_database_url(url)
     if database.sqlite_path is None:
-        return create_engine(database.url, pool_pre_ping=True)
+        return _server_engine(database.url, store_impl)
     database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(database.url)
     event.listen(engine, "connect", _on_connect)
@@ -52,6 +66,46 @@ def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
     if store_impl == "core":
         _CORE_ONLY.add(engine.dialect)
     return engine
+
+
+def _server_engine(url: str, store_impl: str) -> Engine:
+    """A server database (PostgreSQL): a pool sized for the worker threads, connections checked
+    before use (a restarted server), and a statement timeout on every session."""
+    engine = create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    event.listen(engine, "connect", _on_server_connect)
+    if store_impl == "core":
+        _CORE_ONLY.add(engine.dialect)
+    return engine
+
+
+def _on_server_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+    # psycopg opens a transaction for the SET; leave the session idle, as the pool expects.
+    dbapi_connection.commit()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failed transaction should simply run again: a serialization failure or a
+    deadlock the server broke (PostgreSQL SQLSTATE 40001/40P01)."""
+    orig = getattr(exc, "orig", exc)
+    return getattr(orig, "sqlstate", None) in TRANSIENT_SQLSTATES
+
+
+def retrying(body: Callable[[], _T], *, attempts: int = RETRY_ATTEMPTS) -> _T:
+    """Run `body` (one whole transaction) again after a transient failure, with bounded,
+    jittered exponential backoff; the last failure, or any other error, propagates."""
+    for attempt in range(attempts):
+        try:
+            return body()
+        except Exception as exc:
+            if attempt == attempts - 1 or not is_transient(exc):
+                raise
+        time.sleep(RETRY_BASE_DELAY * (2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
 
 
 def uses_driver(conn: Connection) -> bool:

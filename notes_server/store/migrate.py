@@ -10,7 +10,9 @@ if TYPE_CHECKING:
     # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
     from sqlalchemy import Connection, Engine
 
-HEAD = "0007"
+HEAD = "0008"
+# PostgreSQL: the advisory lock key that serializes concurrent upgrades (any constant bigint).
+_MIGRATION_LOCK = 0x6E6F7465735F6D67
 
 
 def migrations_dir() -> Path:
@@ -50,13 +52,16 @@ def _revision(conn: Connection) -> str | None:
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
     """Upgrade to `revision`; returns (before, after). Idempotent and serialized: the write
     lock is taken before the version table is read (BEGIN IMMEDIATE on SQLite, waiting up to
-    the busy timeout), so of several concurrent upgrades one migrates and the others then find
+    the busy timeout; a transaction-scoped advisory lock on PostgreSQL, whose DDL is
+    transactional), so of several concurrent upgrades one migrates and the others then find
     the schema current and change nothing."""
     from alembic import command
 
     from notes_server.store.engine import write_tx
 
     with write_tx(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         before = _revision(conn)
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn

@@ -107,6 +107,10 @@ tokens_table = Table(
 )
 
 FTS_TABLE = "notes_fts"
+# PostgreSQL only (migration 0008): the generated tsvector of a note and its GIN index, managed
+# by raw SQL like the FTS5 table, so not part of the models.
+SEARCH_VECTOR = "search_vector"
+SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
 # the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, bindparam, delete, select
+from sqlalchemy import BigInteger, Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
@@ -45,6 +45,10 @@ _CLAIM = {
         .returning(nonces.c.nonce)
     ),
 }
+# PostgreSQL: a transaction-scoped lock on the nonce, released at commit or rollback.
+_LOCK = select(
+    func.pg_advisory_xact_lock(func.hashtextextended(bindparam("nonce"), 0, type_=BigInteger))
+)
 _PRUNE = FastWrite(
     delete(nonces).where(
         nonces.c.nonce.in_(
@@ -106,6 +110,19 @@ SQLITE: NonceStore = SqliteNonces()
 def store(conn: Connection) -> NonceStore:
     """The nonces implementation for this connection."""
     return SQLITE if uses_driver(conn) else CORE
+
+
+def lock(conn: Connection, nonce: str) -> None:
+    """Serialize the transactions that present the same nonce, before they read anything.
+
+    Under READ COMMITTED each statement sees what committed before it started: without this, a
+    loser could read the note after the winner deleted it but before it tries its claim, and
+    answer "the note no longer exists" instead of "confirmation already consumed". Holding this
+    lock first, the loser waits for the winner's commit and then sees its nonce. SQLite needs
+    nothing: BEGIN IMMEDIATE already serializes every write transaction.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK, {"nonce": nonce})
 
 
 def get(conn: Connection, nonce: str) -> NonceRecord | None:

@@ -1,14 +1,14 @@
-"""Ranked full-text search (SQLite FTS5) over notes, or most recently updated first.
+"""Ranked full-text search over notes, or most recently updated first.
 
 `SearchStore` is the interface. On SQLite a search ranks inside FTS5 and joins only the best rows
 to their notes (`Fts5Search.search` says how the scope filter stays exact), on the driver
-(`SqliteSearch`) or through Core (`Fts5Search`, the Core-only mode). Other databases get the
-portable LIKE fallback (`LikeSearch`) until they bring their own full-text index.
+(`SqliteSearch`) or through Core (`Fts5Search`, the Core-only mode). PostgreSQL ranks its
+tsvector column (`TsvectorSearch`, its SQL in `search_pg`); any other database gets the
+portable LIKE fallback (`LikeSearch`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +32,7 @@ from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
 from notes_server.store.models import FTS_TABLE
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
+from notes_server.store.search_pg import FTS_WORDS, ranked_rows, ts_query
 
 _fts = table(FTS_TABLE, column("rowid"), column(FTS_TABLE))
 
@@ -41,9 +42,6 @@ class SearchHit:
     note: NoteRecord
     snippet: str
     rank: float
-
-
-_FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 _RANK = "bm25(notes_fts, 10.0, 1.0)"
@@ -110,7 +108,7 @@ _CROWDED_MAX = 1024
 
 def fts_query(query: str) -> str | None:
     """Turn free text into a safe FTS5 query: every word as a quoted prefix term, ANDed."""
-    words = _FTS_TOKEN.findall(query)[:16]
+    words = FTS_WORDS.findall(query)[:16]
     if not words:
         return None
     return " ".join(f'"{w}"*' for w in words)
@@ -213,6 +211,30 @@ class SqliteSearch(DriverRun, Fts5Search):
     _record = staticmethod(NoteRecord.from_driver_row)
 
 
+class TsvectorSearch(_NewestFirst):
+    """PostgreSQL: ranked by ts_rank over the GIN-indexed tsvector, ts_headline snippets; the
+    scope filter sits beside the match, so every page is exact (`search_pg` has the SQL)."""
+
+    def search(
+        self,
+        conn: Connection,
+        workspace: str,
+        query: str | None,
+        *,
+        include_archived: bool,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        match = ts_query(query) if query else None
+        if query and match is None:
+            return []
+        params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
+        if match is None:
+            return self._recent(conn, params, include_archived)
+        rows = ranked_rows(conn, {**params, "query": match}, include_archived)
+        return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
+
+
 class LikeSearch(_NewestFirst):
     """Portable fallback for databases without an FTS index here: every word must appear in
     the title or the body; newest first, plain snippets."""
@@ -227,7 +249,7 @@ class LikeSearch(_NewestFirst):
         limit: int,
         offset: int,
     ) -> list[SearchHit]:
-        words = _FTS_TOKEN.findall(query)[:16] if query else []
+        words = FTS_WORDS.findall(query)[:16] if query else []
         if query and not words:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
@@ -253,15 +275,21 @@ class LikeSearch(_NewestFirst):
 
 SQLITE: SearchStore = SqliteSearch()
 SQLITE_CORE: SearchStore = Fts5Search()
+TSVECTOR: SearchStore = TsvectorSearch()
 PORTABLE: SearchStore = LikeSearch()
 
 
 def store(conn: Connection) -> SearchStore:
     """The search implementation for this connection: FTS5 on SQLite (on the driver unless the
-    engine is Core-only), the LIKE fallback elsewhere."""
+    engine is Core-only), tsvector on PostgreSQL, the LIKE fallback elsewhere."""
     if uses_driver(conn):
         return SQLITE
-    return SQLITE_CORE if conn.dialect.name == "sqlite" else PORTABLE
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        return SQLITE_CORE
+    if dialect == "postgresql":
+        return TSVECTOR
+    return PORTABLE
 
 
 def search(

@@ -155,24 +155,39 @@ class ConfirmedAction(Tool):
         return self.finished("cancelled")
 
     def decline(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult:
-        from notes_server.store.engine import write_tx
+        from notes_server.store import nonces
+        from notes_server.store.engine import retrying, write_tx
 
-        with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
-            now = self.services.clock()
-            self.claim(conn, ctx, claims, "declined", None, None, now)
-            self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"], now)
-        return self.finished("declined")
+        def transaction() -> ToolResult:
+            with write_tx(self.services.engine) as conn:
+                nonces.lock(conn, claims.nonce)
+                workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
+                now = self.services.clock()
+                self.claim(conn, ctx, claims, "declined", None, None, now)
+                self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"], now)
+            return self.finished("declined")
+
+        return retrying(transaction)
 
     def accept(
         self, ctx: CallContext, args: dict[str, Any], claims: Claims, note_id: str
     ) -> ToolResult:
+        from notes_server.store.engine import retrying
+
+        return retrying(lambda: self.accept_once(ctx, args, claims, note_id))
+
+    def accept_once(
+        self, ctx: CallContext, args: dict[str, Any], claims: Claims, note_id: str
+    ) -> ToolResult:
+        """One attempt of the accept transaction (`accept` retries it on a transient failure)."""
         from notes_server.store import nonces, notes
         from notes_server.store.engine import write_tx
 
         sealed_version = dict((entry[0], entry[1]) for entry in claims.payload["c"])[note_id]
         digest = answer_digest(note_id)  # pure: computed before the write lock is taken
         with write_tx(self.services.engine) as conn:
+            # The nonce decides: racing presentations of one confirmation queue here first.
+            nonces.lock(conn, claims.nonce)
             # Re-authorize first: even replaying a recorded outcome needs a live grant.
             workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             previous = nonces.get(conn, claims.nonce)

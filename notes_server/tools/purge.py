@@ -219,10 +219,11 @@ class PurgeNotes(ConfirmedAction):
             raise StateRejected("approval expired")
 
     def purge(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult:
-        from notes_server.store import approvals
+        from notes_server.store import approvals, nonces
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
+            nonces.lock(conn, claims.nonce)  # racing answers queue here first (PostgreSQL)
             workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             approval = approvals.get(conn, claims.payload["pa"])
             self.check_binding(ctx, approval, claims)
@@ -267,10 +268,11 @@ class PurgeNotes(ConfirmedAction):
     ) -> ToolResult:
         """Decline or cancel: nothing is deleted; the approval is dropped and the answer
         audited once (the nonce claim makes a second answer to the same state fail)."""
-        from notes_server.store import approvals
+        from notes_server.store import approvals, nonces
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
+            nonces.lock(conn, claims.nonce)  # racing answers queue here first (PostgreSQL)
             workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             now = self.services.clock()
             self.claim(conn, ctx, claims, outcome, None, None, now)

@@ -37,6 +37,7 @@ from notes_server.transports.http_endpoint import (
 )
 from notes_server.transports.http_errors import ErrorMiddleware
 from notes_server.transports.http_guard import OriginHostGuard, OriginPolicy
+from notes_server.transports.http_health import SchemaCheck, health_routes
 from notes_server.transports.http_limits import BodyLimitMiddleware
 from notes_server.transports.http_responses import http_exception
 from notes_server.transports.http_threads import WORKER_THREADS, WorkerThreads
@@ -59,12 +60,16 @@ def build_http_app(
     extra_routes: Sequence[BaseRoute] = (),
     threads: int = WORKER_THREADS,
     legacy: LegacyFactory | None = None,
+    health: SchemaCheck | None = None,
 ) -> Starlette:
     """The ASGI application for an already composed server and authenticator; `extra_routes`
     are served behind the same guard, CORS, authentication (unless a `PublicRoute`) and limits;
-    `legacy` builds the 2025-era session handler (on this app's worker threads)."""
+    `legacy` builds the 2025-era session handler (on this app's worker threads); `health`
+    answers `GET /healthz`."""
     pool = WorkerThreads(threads)
     routes = [*mcp_routes(server, http, pool, legacy), *metadata_routes(auth, http), *extra_routes]
+    if health is not None:
+        routes.extend(health_routes(health, pool, http.request_timeout))
     public = frozenset(
         getattr(route, "path", "") for route in routes if serves_without_credential(route)
     )

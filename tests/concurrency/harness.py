@@ -328,12 +328,15 @@ def race(servers: list[Server], lines: list[bytes]) -> list[dict[str, Any]]:
 
 
 class Db:
-    """Direct reads of the SQLite file with the stdlib driver."""
+    """Direct reads of the database with the plain driver: the stdlib one for a SQLite file,
+    psycopg for a PostgreSQL URL (`?` placeholders either way)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
 
     def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if isinstance(self.path, str):
+            return _pg_query(self.path, sql.replace("?", "%s"), args)
         with closing(sqlite3.connect(self.path, timeout=TIMEOUT_S)) as conn:
             return conn.execute(sql, args).fetchall()
 
@@ -369,3 +372,19 @@ class Db:
             "(SELECT count(*) FROM audit_log)"
         )[0]
         return int(row[0]), int(row[1]), int(row[2])
+
+
+def _pg_query(url: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    import psycopg
+    from sqlalchemy.engine.url import make_url
+
+    parsed = make_url(url)
+    conninfo = {
+        "host": parsed.host,
+        "port": parsed.port or 5432,
+        "user": parsed.username,
+        "dbname": parsed.database,
+        "password": parsed.password,
+    }
+    with psycopg.connect(**{k: v for k, v in conninfo.items() if v is not None}) as conn:
+        return [tuple(row) for row in conn.execute(sql, args).fetchall()]

@@ -31,6 +31,7 @@ from harness import (
     stop_servers,
     tool_params,
 )
+from helpers import default_db_url
 
 STEPS = ("claimed", "applied", "audited", "committed")
 TOOLS = {"delete": "notes_delete", "archive": "notes_archive"}
@@ -45,9 +46,14 @@ def keys() -> str:
 
 @pytest.fixture
 def url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path}/notes.db"
+    """The test's database (a SQLite file, or in the PostgreSQL run a throw-away database)."""
+    url = default_db_url(tmp_path)
     prepare_database(url)
     return url
+
+
+def db_for(url: str, tmp_path: Path) -> Db:
+    return Db(tmp_path / "notes.db") if url.startswith("sqlite") else Db(url)
 
 
 @pytest.fixture
@@ -132,9 +138,9 @@ def outcome_of(reply: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("point", POINTS)
 def test_sigkill_at_each_checkpoint_is_all_or_nothing_and_retry_completes(
-    spawn: Callable[..., Server], tmp_path: Path, keys: str, point: str
+    spawn: Callable[..., Server], tmp_path: Path, keys: str, point: str, url: str
 ) -> None:
-    db = Db(tmp_path / "notes.db")
+    db = db_for(url, tmp_path)
     crash = crash_at(spawn, keys, point)
     if point.endswith(".committed"):
         assert_committed_once(db, crash)

@@ -73,6 +73,7 @@ def impatient_server(settings: Settings, granted: Engine) -> Iterator[McpServer]
     engine.dispose()
 
 
+@pytest.mark.sqlite_only("SQLite write lock")
 def test_a_write_while_another_process_holds_the_lock_is_the_database_is_busy(
     impatient_server: McpServer, settings: Settings
 ) -> None:
@@ -92,6 +93,7 @@ def test_a_write_while_another_process_holds_the_lock_is_the_database_is_busy(
     assert "result" in create(impatient_server, "After the lock")
 
 
+@pytest.mark.sqlite_only("a corrupt SQLite file")
 def test_a_corrupt_database_file_is_named_and_its_path_is_not(
     settings: Settings, granted: Engine, tmp_path: Path
 ) -> None:
@@ -115,6 +117,7 @@ def test_a_corrupt_database_file_is_named_and_its_path_is_not(
     assert str(tmp_path) not in json.dumps(reply)
 
 
+@pytest.mark.sqlite_only("drops the FTS5 table")
 def test_an_error_that_is_not_a_database_fault_stays_a_bare_internal_error(
     settings: Settings, granted: Engine
 ) -> None:
@@ -127,7 +130,9 @@ def test_an_error_that_is_not_a_database_fault_stays_a_bare_internal_error(
     assert reply["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
 
 
-def test_an_operational_error_from_another_driver_is_the_database_is_unavailable() -> None:
+def test_an_operational_error_from_another_driver_without_sqlstate_is_an_unreachable_server() -> (
+    None
+):
     class OperationalError(Exception):
         """What a PEP 249 driver (psycopg, pymysql...) raises when its server is unreachable."""
 
@@ -136,5 +141,25 @@ def test_an_operational_error_from_another_driver_is_the_database_is_unavailable
 
     assert to_wire(wrapped) == {
         "code": INTERNAL_ERROR,
-        "message": "Internal error: the database is unavailable",
+        "message": "Internal error: the database server cannot be reached",
     }
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "cause"),
+    [
+        ("57014", "a statement took longer than the statement timeout"),
+        ("28P01", "the server refused the credentials"),
+        ("3D000", "the database does not exist on the server"),
+        ("XX000", "the database is unavailable"),
+    ],
+)
+def test_an_operational_error_with_a_sqlstate_names_its_cause(sqlstate: str, cause: str) -> None:
+    class OperationalError(Exception):
+        def __init__(self) -> None:
+            super().__init__("FATAL: something for user secret_user")
+            self.sqlstate = sqlstate
+
+    wrapped = sqlalchemy.exc.OperationalError("SELECT 1", {}, OperationalError())
+
+    assert to_wire(wrapped) == {"code": INTERNAL_ERROR, "message": f"Internal error: {cause}"}

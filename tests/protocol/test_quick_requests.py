@@ -16,7 +16,15 @@ from notes_server.tools.services import Services
 
 @pytest.mark.parametrize(
     ("method", "name"),
-    [("server/discover", None), ("tools/list", None), ("tools/call", "notes_read")],
+    [
+        ("server/discover", None),
+        ("tools/list", None),
+        pytest.param(
+            "tools/call",
+            "notes_read",
+            marks=pytest.mark.sqlite_only("a read is quick on a local file, not over a network"),
+        ),
+    ],
 )
 def test_static_results_and_a_note_read_are_quick(
     server: McpServer, method: str, name: str | None

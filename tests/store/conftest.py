@@ -3,9 +3,11 @@ and the portable Core one, forced on SQLite."""
 
 from __future__ import annotations
 
+import pg_support
 import pytest
 
 
-@pytest.fixture(params=["auto", "core"])
+# On PostgreSQL both names pick the same (Core) implementation: run it once.
+@pytest.fixture(params=["auto"] if pg_support.on_postgresql() else ["auto", "core"])
 def store_impl(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -162,6 +162,7 @@ def _fields(note: notes.NoteRecord) -> dict[str, Any]:
     return {name: getattr(note, name) for name in note.__slots__}
 
 
+@pytest.mark.sqlite_only("FastWrite runs on the pysqlite driver")
 def test_fast_write_refuses_a_statement_that_needs_python_side_defaults(
     migrated_engine: Engine,
 ) -> None:

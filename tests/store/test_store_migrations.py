@@ -72,6 +72,7 @@ def test_downgrade_to_base_and_upgrade_again(empty_engine: Engine) -> None:
     migrate.check(empty_engine)
 
 
+@pytest.mark.sqlite_only("reads a SQLite file's stamp")
 def test_sqlite_revision_reads_the_stamp_of_a_migrated_file(
     migrated_engine: Engine, tmp_path: Path
 ) -> None:
@@ -104,6 +105,7 @@ def search_ids(engine: Engine, query: str) -> list[str]:
     return [hit.note.id for hit in hits]
 
 
+@pytest.mark.sqlite_only("the FTS5 table (PostgreSQL: test_search_tsvector.py)")
 def test_fts_index_follows_inserts_updates_and_deletes(migrated_engine: Engine) -> None:
     with write_tx(migrated_engine) as conn:
         note = notes.insert_note(
@@ -139,6 +141,7 @@ def test_fts_index_is_untouched_by_a_path_only_update(migrated_engine: Engine) -
     assert search_ids(migrated_engine, "owl") == [note.id]
 
 
+@pytest.mark.sqlite_only("the FTS5 table")
 def test_fts_integrity_check_passes_after_changes(migrated_engine: Engine) -> None:
     with write_tx(migrated_engine) as conn:
         for i in range(5):
@@ -153,6 +156,7 @@ def test_fts_integrity_check_passes_after_changes(migrated_engine: Engine) -> No
 # --- engine ------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("SQLite pragmas")
 def test_engine_uses_wal_and_a_busy_timeout(migrated_engine: Engine) -> None:
     with migrated_engine.connect() as conn:
         journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar_one()
@@ -164,6 +168,7 @@ def test_engine_uses_wal_and_a_busy_timeout(migrated_engine: Engine) -> None:
     assert foreign_keys == 1
 
 
+@pytest.mark.sqlite_only("BEGIN IMMEDIATE")
 def test_write_transactions_take_the_write_lock_up_front(migrated_engine: Engine) -> None:
     statements: list[str] = []
 

@@ -16,6 +16,9 @@ from notes_server.store.engine import read_tx, write_tx
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 MINE = "file:///home/alice/notes"
 THEIRS = "file:///home/bob/notes"
+pytestmark = pytest.mark.sqlite_only(
+    "FTS5's top-k plans; PostgreSQL's search is tested in test_search_tsvector.py"
+)
 WORDS = ["apple", "apricot", "banana", "cherry", "damson", "elder", "fig", "grape"]
 
 

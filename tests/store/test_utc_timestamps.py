@@ -41,6 +41,7 @@ def test_the_clocks_give_aware_utc() -> None:
         assert abs(now - datetime.now(UTC)) < timedelta(seconds=5)
 
 
+@pytest.mark.sqlite_only("SQLite's stored text")
 def test_an_aware_time_in_any_zone_is_stored_as_the_old_utc_text_and_read_back_aware(
     migrated_engine: Engine,
 ) -> None:
@@ -71,6 +72,7 @@ def test_a_naive_timestamp_is_refused_and_nothing_is_written(migrated_engine: En
         assert notes.get_note_by_path(conn, WS, "a.md") is None
 
 
+@pytest.mark.sqlite_only("rows written as SQLite text")
 def test_rows_written_by_earlier_versions_read_back_as_aware_utc(migrated_engine: Engine) -> None:
     """Databases written with naive UTC text keep working: same text, read as UTC."""
     path = migrated_engine.url.database

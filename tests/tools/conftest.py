@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pg_support
 import pytest
 from confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
@@ -29,7 +30,8 @@ def confirm_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(params=["auto", "core"])
+# On PostgreSQL both names pick the same (Core) implementation: run it once.
+@pytest.fixture(params=["auto"] if pg_support.on_postgresql() else ["auto", "core"])
 def store_impl(request: pytest.FixtureRequest) -> str:
     """Every tool test runs on the SQLite implementation (fast path) and on the portable Core
     one, so the Core code the PostgreSQL backend builds on is tested today."""
@@ -39,11 +41,17 @@ def store_impl(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def flow(tmp_path: Path, confirm_template_db: Path, store_impl: str | None) -> Iterator[Flow]:
     """alice has write access to WS and OTHER_WS; the database holds no notes yet."""
+    import pg_support
+
     from notes_server.store.engine import make_engine
 
-    shutil.copyfile(confirm_template_db, tmp_path / "notes.db")
+    if pg_support.on_postgresql():
+        db_url = pg_support.database_url(tmp_path)
+    else:
+        shutil.copyfile(confirm_template_db, tmp_path / "notes.db")
+        db_url = f"sqlite:///{tmp_path}/notes.db"
     settings = Settings(
-        db_url=f"sqlite:///{tmp_path}/notes.db",
+        db_url=db_url,
         principal="alice",
         state_keys=KeyRing.generate_spec(),
         state_ttl=STATE_TTL,

@@ -277,7 +277,7 @@ def test_search_leaves_archived_notes_out_unless_asked(
     live = created(call_tool, "Live", "kiwi")
     gone = created(call_tool, "Gone", "kiwi")
     with migrated_engine.begin() as conn:
-        conn.execute(text("UPDATE notes SET archived = 1 WHERE id = :id"), {"id": gone["id"]})
+        conn.execute(text("UPDATE notes SET archived = TRUE WHERE id = :id"), {"id": gone["id"]})
 
     default = {h["id"] for h in search(call_tool, query="kiwi")["notes"]}
     everything = search(call_tool, query="kiwi", includeArchived=True)["notes"]

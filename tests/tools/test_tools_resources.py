@@ -68,7 +68,7 @@ def test_resources_list_leaves_out_archived_notes(
     grant("alice", NOTES)
     note = make_note(call_tool, "Old", "old.md", "x")
     with migrated_engine.begin() as conn:
-        conn.execute(text("UPDATE notes SET archived = 1 WHERE id = :id"), {"id": note["id"]})
+        conn.execute(text("UPDATE notes SET archived = TRUE WHERE id = :id"), {"id": note["id"]})
 
     assert result_of(call("resources/list"))["resources"] == []
 
@@ -157,7 +157,7 @@ def test_an_archived_note_is_not_readable_as_a_resource(
     grant("alice", NOTES)
     note = make_note(call_tool, "Old", "old.md", "x")
     with migrated_engine.begin() as conn:
-        conn.execute(text("UPDATE notes SET archived = 1 WHERE id = :id"), {"id": note["id"]})
+        conn.execute(text("UPDATE notes SET archived = TRUE WHERE id = :id"), {"id": note["id"]})
 
     assert call("resources/read", {"uri": note["uri"]})["error"]["code"] == -32602
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from helpers import make_request, subprocess_env
 
+from notes_server.security.keyring import KeyRing
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 
 HERE = Path(__file__).resolve().parent
@@ -25,6 +26,8 @@ RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 NAME_SOURCES = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 BASE_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 LOOPBACK_URL = "http://127.0.0.1:8765"
+# The state keys of the HTTP processes of a PostgreSQL run (SQLite: the key file beside it).
+SHARED_STATE_KEYS = KeyRing.generate_spec()
 
 
 def mcp_headers(message: Mapping[str, Any]) -> dict[str, str]:
@@ -180,6 +183,9 @@ def start_http_server(
     workers: int = 1,
 ) -> HttpServer:
     extra = {"PYTHONPATH": f"{HERE}:{HERE.parent}:{ROOT}", **(env or {})}
+    if not db_url.startswith("sqlite"):
+        # A server database has no key file beside it: the processes of a test share these.
+        extra.setdefault("NOTES_SERVER_STATE_KEYS", SHARED_STATE_KEYS)
     index = len(list(tmp_path.glob("http-server-*.log")))
     proc = subprocess.Popen(
         serve_command(db_url, "--workers", str(workers), *args),

@@ -115,7 +115,8 @@ def test_a_confirmation_asked_by_one_process_is_answered_by_another(
         "uri": f"{WS}/plan.md",
     }
     assert replayed == outcome  # the nonce was claimed once, in the shared database
-    assert (tmp_path / "notes.db.state-keys").exists()
+    if settings.database.is_sqlite:  # the processes shared the key file beside the database
+        assert (tmp_path / "notes.db.state-keys").exists()
 
 
 def test_two_workers_serve_a_whole_confirmation(
@@ -189,6 +190,7 @@ def test_unsafe_configurations_are_named(
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+@pytest.mark.sqlite_only("without keys, HTTP uses the key file beside a SQLite database")
 def test_auth_none_is_allowed_on_loopback(settings: Settings, host: str) -> None:
     no_keys = dataclasses.replace(settings, state_keys=None)
 

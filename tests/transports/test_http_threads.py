@@ -92,6 +92,7 @@ def test_stuck_requests_occupy_at_most_the_bound_of_threads_and_the_server_recov
     assert len(worker_threads(before)) <= BOUND
 
 
+@pytest.mark.sqlite_only("notes_read is quick on a local file; on a server it is a round trip")
 def test_quick_requests_are_answered_while_every_worker_thread_is_stuck(
     client: TestClient,
 ) -> None:
