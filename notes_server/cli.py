@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import sys
@@ -17,7 +18,7 @@ from notes_server.cli_errors import StartupFailure
 from notes_server.cli_faults import database_faults
 from notes_server.cli_http import http_options, serve_http
 from notes_server.cli_sandbox import confine_serving
-from notes_server.config import SettingsError, build_settings
+from notes_server.config import Settings, SettingsError, build_settings
 
 if TYPE_CHECKING:
     pass
@@ -143,6 +144,7 @@ def serve(
         serve_http(settings, http)
         return
     ensure_schema(settings)
+    settings = _stdio_state_keys(settings)
     # Confine before create_app imports any --tools-module and before the warm-up thread:
     # Landlock and seccomp bind only the threads created after them.
     # The purge approval page's socket is bound (not listened on) before confinement.
@@ -166,6 +168,17 @@ def serve(
             sys.stdout.buffer,
             connection=functools.partial(DualEraConnection, grants=grant_lookup(services)),
         )
+
+
+def _stdio_state_keys(settings: Settings) -> Settings:
+    """A stdio server on a database server with no shared keys seals its confirmations with a
+    key of its own: both rounds of a stdio confirmation reach this one process, so nothing else
+    ever needs to open them (HTTP, where any worker may, refuses to start instead)."""
+    if settings.state_keys or settings.state_key_file is not None:
+        return settings
+    from notes_server.security.keyring import KeyRing
+
+    return dataclasses.replace(settings, state_keys=KeyRing.generate_spec())
 
 
 def _check_principal(principal: str) -> None:
