@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -26,6 +27,11 @@ from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
 
 Call = Callable[..., dict[str, Any]]
+
+# Property tests check behaviour, not speed: Hypothesis's default 200 ms per-example deadline is
+# a timing assertion, and it tripped on a loaded two-core machine. Speed lives in scripts/bench.
+hypothesis_settings.register_profile("notes-server", deadline=None)
+hypothesis_settings.load_profile("notes-server")
 
 
 def pytest_configure(config: pytest.Config) -> None:
