@@ -12,6 +12,7 @@ rolls the whole transaction back, nonce claim included.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -135,9 +136,14 @@ class ConfirmedAction(Tool):
             phases=(self.action.phase,),
             arguments=self.bound_arguments(workspace, args),
         )
-        if not isinstance(claims.payload.get("c"), list):
+        if not self.payload_complete(claims.payload):
             raise StateRejected("state payload is incomplete")
         return claims
+
+    @staticmethod
+    def payload_complete(payload: Mapping[str, Any]) -> bool:
+        """Whether a verified state carries what round 2 reads: here, the offered candidates."""
+        return isinstance(payload.get("c"), list)
 
     def finished(self, outcome: str, **extra: Any) -> ToolResult:
         return ToolResult(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -113,7 +113,7 @@ class PurgeNotes(ConfirmedAction):
             )
         if ctx.request_state is None:
             return self.ask(ctx, args)
-        claims = self.verify_purge(ctx, args)
+        claims = self.verify(ctx, args)
         answer = (ctx.input_responses or {}).get(self.action.input_key)
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
@@ -160,7 +160,7 @@ class PurgeNotes(ConfirmedAction):
             principal=ctx.principal,
             tool=self.action.tool,
             phase=self.action.phase,
-            arguments={"workspaceUri": workspace},
+            arguments=self.bound_arguments(workspace, {}),
             payload=payload,
             ttl=APPROVAL_TTL.total_seconds(),
         )
@@ -176,24 +176,15 @@ class PurgeNotes(ConfirmedAction):
 
     # -- round 2 --------------------------------------------------------------------------
 
-    def verify_purge(self, ctx: CallContext, args: dict[str, Any]) -> Claims:
-        from notes_server.security.uri import canonical_workspace
+    @staticmethod
+    def bound_arguments(workspace: str, args: dict[str, Any]) -> dict[str, Any]:
+        """What the state binds: only the workspace, in canonical form."""
+        return {"workspaceUri": workspace}
 
-        try:
-            workspace = canonical_workspace(args["workspaceUri"])
-        except ValueError:
-            raise StateRejected("workspace no longer parses") from None
-        claims = self.services.states.verify(
-            ctx.request_state or "",
-            principal=ctx.principal,
-            tool=self.action.tool,
-            phases=(self.action.phase,),
-            arguments={"workspaceUri": workspace},
-        )
-        payload = claims.payload
-        if not all(isinstance(payload.get(key), str) for key in ("pa", "sd", "k")):
-            raise StateRejected("state payload is incomplete")
-        return claims
+    @staticmethod
+    def payload_complete(payload: Mapping[str, Any]) -> bool:
+        """The approval id, the set's digest and its kind must all be there."""
+        return all(isinstance(payload.get(key), str) for key in ("pa", "sd", "k"))
 
     def accept_purge(
         self, ctx: CallContext, args: dict[str, Any], claims: Claims
