@@ -14,10 +14,9 @@ from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.notes import COLUMNS, NoteRecord, PathConflict, new_note_id, title_key
+from notes_server.store.notes import COLUMNS, NoteRecord, insert_row, title_key
 
 # Built once: constructing a Core statement per row cost more than running it.
-_INSERT_NOTE = insert(notes)
 _INSERT_EXTRA = insert(front)
 
 
@@ -61,28 +60,15 @@ def insert_imported(
     updated: datetime,
 ) -> NoteRecord:
     """A new note with the file's timestamps; PathConflict if the path is taken."""
-    from sqlalchemy.exc import IntegrityError
-
-    note_id = new_note_id()
-    values = {
-        "id": note_id,
-        "workspace": workspace,
-        "path": path,
-        "title": title,
-        "title_key": title_key(title),
-        "body": body,
-        "created_at": created,
-        "updated_at": updated,
-        "version": 1,
-        "archived": False,
-        "archived_at": None,
-    }
-    try:
-        with conn.begin_nested():
-            conn.execute(_INSERT_NOTE, values)
-    except IntegrityError as exc:
-        raise PathConflict(path) from exc
-    return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+    return insert_row(
+        conn,
+        workspace=workspace,
+        path=path,
+        title=title,
+        body=body,
+        created=created,
+        updated=updated,
+    )
 
 
 def replace_content(

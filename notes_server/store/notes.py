@@ -169,6 +169,40 @@ class NoteStore(Protocol):
     def delete(self, conn: Connection, note: NoteRecord) -> bool: ...
 
 
+def insert_row(
+    conn: Connection,
+    *,
+    workspace: str,
+    path: str,
+    title: str,
+    body: str,
+    created: datetime,
+    updated: datetime,
+) -> NoteRecord:
+    """A new live note at version 1 (portable Core); PathConflict if the path is taken. Tools
+    create with one timestamp; the folder importer keeps the file's two."""
+    note_id = new_note_id()
+    values = {
+        "id": note_id,
+        "workspace": workspace,
+        "path": path,
+        "title": title,
+        "title_key": title_key(title),
+        "body": body,
+        "created_at": created,
+        "updated_at": updated,
+        "version": 1,
+        "archived": False,
+        "archived_at": None,
+    }
+    try:
+        with conn.begin_nested():
+            conn.execute(insert(notes).values(**values))
+    except IntegrityError as exc:
+        raise PathConflict(path) from exc
+    return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+
+
 class CoreNotes(CoreRun):
     """Portable: every statement through SQLAlchemy Core."""
 
@@ -177,26 +211,9 @@ class CoreNotes(CoreRun):
     def insert(
         self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
     ) -> NoteRecord:
-        note_id = new_note_id()
-        values = {
-            "id": note_id,
-            "workspace": workspace,
-            "path": path,
-            "title": title,
-            "title_key": title_key(title),
-            "body": body,
-            "created_at": now,
-            "updated_at": now,
-            "version": 1,
-            "archived": False,
-            "archived_at": None,
-        }
-        try:
-            with conn.begin_nested():
-                conn.execute(insert(notes).values(**values))
-        except IntegrityError as exc:
-            raise PathConflict(path) from exc
-        return NoteRecord(note_id, workspace, path, title, body, now, now, 1, False, None)
+        return insert_row(
+            conn, workspace=workspace, path=path, title=title, body=body, created=now, updated=now
+        )
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
         row = self._first(_GET_NOTE, conn, {"note_id": note_id, "workspace": workspace})
