@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -31,6 +31,11 @@ def code_for(server: ServerProcess, approval: str) -> str:
     return found[0]
 
 
+def approval_of(url: str) -> str:
+    """The approval id the link names (its `a` parameter)."""
+    return parse_qs(urlsplit(url).query)["a"][0]
+
+
 @pytest.fixture
 def server(
     spawn_server: Callable[..., ServerProcess],
@@ -52,7 +57,7 @@ def test_a_stdio_purge_is_approved_on_a_loopback_page_with_the_code_from_stderr(
 
     with httpx.Client(base_url=f"http://127.0.0.1:{url.port}", timeout=30) as browser:
         assert open_link(browser, params["url"]).status_code == 303
-        code = code_for(server, params["elicitationId"])
+        code = code_for(server, approval_of(params["url"]))
         login = browser.get("/approval")
         assert 'name="token"' in login.text and "nst_" not in login.text
         signed = form_post(browser, {"csrf": csrf_of(login), "token": code})
@@ -80,7 +85,7 @@ def test_a_wrong_code_is_refused_and_five_burn_it(
 
     with httpx.Client(base_url=origin, timeout=30) as browser:
         open_link(browser, params["url"])
-        code = code_for(server, params["elicitationId"])
+        code = code_for(server, approval_of(params["url"]))
         csrf = csrf_of(browser.get("/approval"))
         wrong = [form_post(browser, {"csrf": csrf, "token": "AAAAA-AAAAA"}) for _ in range(5)]
         late = form_post(browser, {"csrf": csrf, "token": code})
