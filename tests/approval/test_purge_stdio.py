@@ -4,36 +4,30 @@ signs in with the one-time code the server printed on its stderr."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from helpers import ServerProcess
-from purge_support import URL_CAPS, WS, add_note, csrf_of, form_post, open_link
+from purge_support import (
+    URL_CAPS,
+    WS,
+    add_note,
+    approval_of,
+    code_for,
+    csrf_of,
+    form_post,
+    open_link,
+)
 from sqlalchemy import Engine, text
-
-CODE = re.compile(r"approval code for purge request (pa-[0-9a-f]+): ([A-Z2-9]{5}-[A-Z2-9]{5})")
 
 
 def call_purge(server: ServerProcess, **extra: Any) -> dict[str, Any]:
     params = {"name": "notes_purge", "arguments": {"workspaceUri": WS}, **extra}
     reply: dict[str, Any] = server.request("tools/call", params, caps=URL_CAPS)
     return reply
-
-
-def code_for(server: ServerProcess, approval: str) -> str:
-    """The code the server printed for `approval` (written before the link's redirect)."""
-    found = [m.group(2) for m in CODE.finditer(server.stderr_text()) if m.group(1) == approval]
-    assert len(found) == 1, server.stderr_text()
-    return found[0]
-
-
-def approval_of(url: str) -> str:
-    """The approval id the link names (its `a` parameter)."""
-    return parse_qs(urlsplit(url).query)["a"][0]
 
 
 @pytest.fixture
