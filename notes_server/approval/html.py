@@ -14,7 +14,7 @@ MAX_LISTED = 200
 def document(title: str, body: str) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin">'
         f"<title>{escape(title)}</title></head><body>\n<h1>{escape(title)}</h1>\n{body}\n"
         "</body></html>\n"
     )
