@@ -242,11 +242,12 @@ class LegacyHandler:
         result, error = self.dispatch(request)
         while result is not None and needs_input(result):
             if still_on_page(result, pages):
-                # The person is on the page: retry with the same answers, backing off. (A
-                # frame the client sends meanwhile is read when the wait ends.)
+                # The person is on the page: retry with the same answers, backing off, while
+                # still listening to the client (its cancellation ends the call).
                 if time.monotonic() >= deadline:
                     return page_not_completed()
-                time.sleep(delay)
+                assert self.channel is not None, "pages are only accepted through a channel"
+                self.channel.idle(max(0.0, min(delay, deadline - time.monotonic())), request.id)
                 delay = min(delay * 2, URL_MAX_POLL_S)
             else:
                 self._announce(completed_pages(pages, result, None))

@@ -98,6 +98,23 @@ def test_a_legacy_stdio_host_that_declines_the_url_purges_nothing(
     assert note_count(migrated_engine) == 1
 
 
+def test_a_legacy_stdio_host_cancelling_while_on_the_page_gets_no_result_and_nothing_is_purged(
+    legacy_stdio: Callable[[], LegacyClient], migrated_engine: Engine
+) -> None:
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    host = legacy_stdio()
+    host.initialize(capabilities=URL_CLIENT)
+    call = host.call_tool("notes_purge", {"workspaceUri": WS})
+    asked = host.read()
+    host.respond(asked["id"], {"action": "accept"})
+
+    host.notify("notifications/cancelled", {"requestId": call, "reason": "user gave up"})
+    pong = host.request("ping")  # answered next: the cancelled call got no reply at all
+
+    assert pong["result"] == {}
+    assert note_count(migrated_engine) == 1
+
+
 @pytest.mark.parametrize(
     ("version", "capabilities"),
     [
