@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from collections import deque
 from typing import IO, Any
 
 import click
@@ -131,27 +131,25 @@ def call(
     arguments = _arguments(args, raw_json)
     scripted = _pairs(answers, "--answer")
     serve_args = [*(["--db", db] if db else []), *(["--principal", principal] if principal else [])]
-    with (
-        tempfile.TemporaryFile() as server_log,
-        StdioSession(serve_args, stderr=subprocess.PIPE) as session,
-    ):
-        relay = StderrRelay(session.process.stderr, server_log)
+    with StdioSession(serve_args, stderr=subprocess.PIPE) as session:
+        relay = StderrRelay(session.process.stderr)
         try:
             _rounds(session, tool, arguments, scripted, action)
         except (click.ClickException, ConnectionError):
-            relay.join()
-            server_log.seek(0)
-            sys.stderr.write(server_log.read().decode("utf-8", "replace"))
+            sys.stderr.write(relay.text())
             raise
 
 
 class StderrRelay:
     """Reads the server's stderr: its approval-code lines go to the person's terminal at
-    once, everything is kept in `log` (shown only when the call fails)."""
+    once; the last MAX_KEPT lines are kept, shown only when the call fails."""
 
-    def __init__(self, stream: IO[bytes] | None, log: IO[bytes]) -> None:
+    MAX_KEPT = 2000
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
         self.stream = stream
-        self.log = log
+        self.lock = threading.Lock()
+        self.lines: deque[bytes] = deque(maxlen=self.MAX_KEPT)
         self.thread = threading.Thread(target=self._pump, name="server-stderr", daemon=True)
         self.thread.start()
 
@@ -159,14 +157,17 @@ class StderrRelay:
         if self.stream is None:
             return
         for line in iter(self.stream.readline, b""):
-            self.log.write(line)
+            with self.lock:
+                self.lines.append(line)
             if line.startswith(RELAYED):
                 sys.stderr.write(line.decode("utf-8", "replace"))
                 sys.stderr.flush()
 
-    def join(self) -> None:
-        """Wait (briefly: the server is still running) for what it has written so far."""
+    def text(self) -> str:
+        """What the server wrote so far (it may still be running: wait briefly for more)."""
         self.thread.join(timeout=0.5)
+        with self.lock:
+            return b"".join(self.lines).decode("utf-8", "replace")
 
 
 def _url_of(request: Any) -> str | None:
