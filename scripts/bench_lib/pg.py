@@ -118,6 +118,24 @@ class Databases:
     def __init__(self) -> None:
         self.prefix = f"notes_bench_{os.getpid()}_"
         self.created: list[str] = []
+        self._drop_stale()
+
+    @staticmethod
+    def _drop_stale() -> None:
+        """Drop what killed runs left behind (their process is gone); only on a local server,
+        where a process id means something."""
+        from sqlalchemy.engine.url import make_url
+
+        if make_url(admin_url()).host not in (None, "127.0.0.1", "localhost", "::1"):
+            return
+        with _connect() as conn:
+            names = conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'notes\\_bench\\_%'"
+            ).fetchall()
+            for (name,) in names:
+                pid = str(name).split("_")[2]
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def create(self, purpose: str, template: str | None = None) -> str:
         name = self.prefix + purpose
