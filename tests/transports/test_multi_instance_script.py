@@ -44,6 +44,7 @@ def test_three_instances_behind_a_load_balancer_pass_the_client_matrix() -> None
     assert len(rows) == MATRIX_CELLS, done.stdout
     assert all("| ok: " in row for row in rows), done.stdout
     assert "deployment ok" in log
+    assert "Traceback" not in log and "destroyed but it is pending" not in log, log
     dropped = re.search(r"dropped database (\S+)", log)
     assert dropped is not None, log
     assert not pg_support.database_exists(dropped.group(1))
