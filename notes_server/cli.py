@@ -149,7 +149,7 @@ def serve(
     # Landlock and seccomp bind only the threads created after them.
     # The purge approval page's socket is bound (not listened on) before confinement.
     approvals = LoopbackApprovals.bind()
-    confinement = confine_serving(settings, transport=transport)
+    confinement = confine_serving(settings, transport=transport, principal=settings.principal)
     services = Services(settings)
     approvals.attach(services, settings.principal)
     server = create_app(settings, services, page_base=approvals.base)

@@ -254,3 +254,95 @@ def test_confined_http_workers_deny_writes_metadata_and_outgoing_tcp(scene: Scen
         "import_write": "denied EACCES",
         "thread_write": "denied EACCES",
     }
+
+
+def _mirror(scene: Scene, url: str, folder: Path) -> None:
+    command = [sys.executable, "-m", "notes_server", "workspace", "mirror", "--db", url]
+    command += ["alice", WORKSPACE, str(folder)]
+    subprocess.run(command, capture_output=True, env=scene.env(), timeout=60, check=True)
+
+
+def _read_probe(scene: Scene, vault: Path) -> dict[str, object]:
+    """Reads of a secret in $HOME, one beside the mirrored folder and a file inside it, and an
+    import of a standard module nothing has loaded yet."""
+    (scene.home / ".ssh").mkdir()
+    (scene.home / ".ssh" / "id_ed25519").write_text("home secret", "utf-8")
+    (scene.outside / "secret.txt").write_text("sibling secret", "utf-8")
+    paths = {
+        "home secret": str(scene.home / ".ssh" / "id_ed25519"),
+        "sibling secret": str(scene.outside / "secret.txt"),
+        "mirrored file": str(vault / "a.md"),
+    }
+    return _call(1, "test_read", {"paths": paths, "module": "xml.dom.minidom"})
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\n", "utf-8")
+    return folder
+
+
+def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs_on(
+    scene: Scene, vault: Path
+) -> None:
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    imported = _call(2, "notes_import", {"workspaceUri": WORKSPACE})
+
+    replies = _serve(scene, "require", [_read_probe(scene, vault), imported])
+
+    assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "denied EACCES",
+        "sibling secret": "denied EACCES",
+        "mirrored file": "read",
+        "late import": "imported",
+    }
+    assert replies[1]["result"]["structuredContent"] == {  # type: ignore[index]
+        "imported": 1,
+        "unchanged": 0,
+        "skipped": 0,
+        "refused": 0,
+        "problems": [],
+    }
+
+
+def test_a_server_without_mirrored_folders_leaves_reads_open(scene: Scene, vault: Path) -> None:
+    """Plain `serve` confines writes only (documented): its reads are as before."""
+    replies = _serve(scene, "require", [_read_probe(scene, vault)])
+
+    assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "read",
+        "sibling secret": "read",
+        "mirrored file": "read",
+        "late import": "imported",
+    }
+
+
+def test_confined_http_workers_with_a_mirrored_folder_read_only_that_folder(
+    scene: Scene, vault: Path
+) -> None:
+    """Spawned workers start a new interpreter under the inherited sandbox: it must find
+    everything it loads among the places left readable."""
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    command = [sys.executable, "-m", "notes_server", "serve", "--transport", "http", "--db", url]
+    command += ["--port", "0", "--workers", "2", "--auth", "none", "--principal", "alice"]
+    command += ["--sandbox", "require", "--tools-module", "escape_tools"]
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=scene.env()
+    ) as proc:
+        try:
+            port = _wait_for_workers(proc, 2)
+            read = _http_post(port, _read_probe(scene, vault))
+            imported = _http_post(port, _call(2, "notes_import", {"workspaceUri": WORKSPACE}))
+        finally:
+            proc.terminate()
+    assert read["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "denied EACCES",
+        "sibling secret": "denied EACCES",
+        "mirrored file": "read",
+        "late import": "imported",
+    }
+    assert imported["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
