@@ -233,7 +233,10 @@ def sync(
         folder = os.path.realpath(directory)
         _confine(sandbox, db, (directory,))
         if not watch:
-            summary = sync_folder(engine, fd, workspace, folder, utc_now(), actor=actor)
+            with _progress("syncing", as_json) as progress:
+                summary = sync_folder(
+                    engine, fd, workspace, folder, utc_now(), actor=actor, progress=progress
+                )
             _report(summary, as_json)
             return
         _watch(

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 from notes_server.folders.exporter import export_note
 from notes_server.folders.importer import alternative, drafts
 from notes_server.folders.notefile import Draft, content_hash, render
+from notes_server.folders.progress import Progress
 from notes_server.folders.summary import Summary
-from notes_server.folders.walker import Limits
+from notes_server.folders.walker import Limits, count_notes
 from notes_server.folders.writer import WriteRefused, open_parent, remove
 from notes_server.security.uri import WorkspaceUri, parse_note_path
 
@@ -47,9 +48,17 @@ class FileSide:
     refused: set[str] = field(default_factory=set)
 
 
-def read_side(root_fd: int, workspace: WorkspaceUri, limits: Limits, summary: Summary) -> FileSide:
+def read_side(
+    root_fd: int,
+    workspace: WorkspaceUri,
+    limits: Limits,
+    summary: Summary,
+    progress: Progress | None = None,
+) -> FileSide:
     side = FileSide()
-    for draft in drafts(root_fd, workspace, limits, summary):
+    if progress is not None:
+        progress.start(count_notes(root_fd, limits))
+    for draft in drafts(root_fd, workspace, limits, summary, progress):
         side.drafts[draft.path] = draft
         side.hashes[draft.path] = draft.raw_hash
         side.content[draft.path] = content_hash(draft.title, draft.body, draft.extra)
@@ -66,14 +75,16 @@ def sync_folder(
     limits: Limits | None = None,
     *,
     actor: str,
+    progress: Progress | None = None,
 ) -> Summary:
     """One full reconcile in one write transaction (files are written inside it, so a crash
     leaves state behind the files, and the next run finds equal hashes and records them).
-    `actor`: who the audit log names for what this sync deletes or keeps."""
+    `actor`: who the audit log names for what this sync deletes or keeps; `progress` follows
+    the reading of the folder (the long part)."""
     from notes_server.store.engine import write_tx
 
     summary = Summary()
-    files = read_side(root_fd, workspace, limits or Limits(), summary)
+    files = read_side(root_fd, workspace, limits or Limits(), summary, progress)
     with write_tx(engine) as conn:
         _Sync(conn, root_fd, workspace.uri, folder, summary, now, actor).run(files)
     return summary

@@ -290,3 +290,19 @@ def test_conflicts_and_kept_survivors_are_audited(
         ["carol", "sync", "file kept", f"{survivor} 'a'", WS, "a.md"],
         ["carol", "sync", "note kept", f"{ids['sub/b.md']} 'b'", WS, "sub/b.md"],
     ]
+
+
+def test_a_conflict_copy_never_takes_a_name_already_in_use(
+    synced: Sync, vault: Path, db: Path, store: Callable[..., None]
+) -> None:
+    (vault / "a (conflict).md").write_text("a file of that name already\n", "utf-8")
+    store("a.md", "store version\n")
+    (vault / "a.md").write_text("file version\n", "utf-8")
+
+    summary = synced()
+
+    assert summary["conflicts"] == [{"path": "a.md", "keptAs": "a (conflict 2).md"}]
+    assert notes(db)["a (conflict).md"][1] == "a file of that name already\n"
+    assert notes(db)["a (conflict 2).md"][1] == "file version\n"
+    assert (vault / "a (conflict).md").read_text("utf-8") == "a file of that name already\n"
+    assert body_of(vault / "a (conflict 2).md") == "file version\n"
