@@ -312,3 +312,5 @@ def mirror(principal: str, workspace_uri: str, directory: str, db: str | None) -
         created = folders.set_mirror(conn, principal, workspace.uri, folder, utc_now())
     verb = "mirrored" if created else "updated"
     click.echo(f"{verb}: notes_import for {principal} on {workspace.uri} reads {folder}")
+    # A server confines its reads to the folders mirrored when it started.
+    click.echo("a running server reads it after a restart")

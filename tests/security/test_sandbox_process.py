@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from notes_server.security.sandbox import abi_version
+from tests.helpers import ServerProcess
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 META = {
@@ -346,3 +347,43 @@ def test_confined_http_workers_with_a_mirrored_folder_read_only_that_folder(
         "late import": "imported",
     }
     assert imported["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
+
+
+def test_a_folder_mirrored_after_the_server_started_is_refused_until_a_restart(
+    scene: Scene, vault: Path, tmp_path: Path
+) -> None:
+    """Reads are confined to the folders mirrored at start (documented): a later mirror is not
+    readable by the running server, and is once it restarts."""
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "b.md").write_text("# Beta\n", "utf-8")
+    other = "file:///home/alice/other"
+    grant = [sys.executable, "-m", "notes_server", "workspace", "grant", "--db", url]
+    subprocess.run([*grant, "alice", other], env=scene.env(), timeout=60, check=True)
+    command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--principal", "alice"]
+    command += ["--sandbox", "require"]
+    first = _call(1, "notes_import", {"workspaceUri": WORKSPACE})
+    imported = _call(2, "notes_import", {"workspaceUri": other})
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=scene.env()
+        )
+    server = ServerProcess(proc, tmp_path / "stderr.log")
+    try:
+        # A reply means the server is serving, so it confined itself before reading stdin.
+        server.send(first)
+        assert server.read()["result"]["structuredContent"]["imported"] == 1
+        move = [sys.executable, "-m", "notes_server", "workspace", "mirror", "--db", url]
+        subprocess.run([*move, "alice", other, str(later)], env=scene.env(), timeout=60, check=True)
+        server.send(imported)
+        refused = server.read()
+    finally:
+        assert server.close() == 0
+    after_restart = _serve(scene, "require", [imported])
+    assert "| sandbox landlock v" in server.stderr_text()
+
+    assert refused["result"]["isError"] is True
+    assert "readable once the server restarts" in refused["result"]["content"][0]["text"]
+    assert after_restart[0]["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
