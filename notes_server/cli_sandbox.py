@@ -33,33 +33,39 @@ def confine_serving(
             KeyRing.load_or_create_file(key_file)
         except (OSError, ValueError) as exc:
             raise SandboxRefused(f"state key file: {exc}") from None
+    mirrored = _mirrored(settings, principal) if settings.sandbox != "off" else []
     reads = None
-    if settings.sandbox != "off":
-        reads = _mirror_reads(settings, principal, extra_reads)
+    if mirrored:
+        key = () if key_file is None else (key_file,)
+        reads = (*mirrored, *key, *extra_reads)
     policy = policy_for(settings.sqlite_path, transport=transport, reads=reads)
     try:
-        return confine(settings.sandbox, policy)
+        status = confine(settings.sandbox, policy)
     except SandboxUnavailable as exc:
         raise SandboxRefused(f"--sandbox require: {exc}") from None
+    if mirrored and status.startswith("sandbox landlock"):
+        # The operator learns here that a mirror added later needs a restart.
+        status += f" | reads: {len(mirrored)} mirrored folder(s) as of start"
+    return status
 
 
-def _mirror_reads(
-    settings: Settings, principal: str | None, extra: tuple[Path, ...]
-) -> tuple[Path, ...] | None:
-    """What a serving process with mirrored folders may read beside its runtime and database;
-    None (reads stay open) when no folder is mirrored."""
+def _mirrored(settings: Settings, principal: str | None) -> list[Path]:
+    """The mirrored folders (of `principal`, or everyone's) a serving process may read."""
     from notes_server.cli_faults import database_faults
-    from notes_server.store import folders
-    from notes_server.store.engine import make_engine, read_tx
 
     with database_faults(settings.db_display):
-        engine = make_engine(settings.db_url, store_impl=settings.store_impl)
-        try:
-            with read_tx(engine) as conn:
-                mirrored = folders.mirror_folders(conn, principal)
-        finally:
-            engine.dispose()
-    if not mirrored:
-        return None
-    key_file = () if settings.state_key_file is None else (settings.state_key_file,)
-    return (*(Path(folder) for folder in mirrored), *key_file, *extra)
+        if settings.sqlite_path is not None:
+            from notes_server.store.mirror_list import sqlite_mirror_folders
+
+            mirrored = sqlite_mirror_folders(settings.sqlite_path, principal)
+        else:
+            from notes_server.store import folders
+            from notes_server.store.engine import make_engine, read_tx
+
+            engine = make_engine(settings.db_url, store_impl=settings.store_impl)
+            try:
+                with read_tx(engine) as conn:
+                    mirrored = folders.mirror_folders(conn, principal)
+            finally:
+                engine.dispose()
+    return [Path(folder) for folder in mirrored]

@@ -382,7 +382,8 @@ def test_a_folder_mirrored_after_the_server_started_is_refused_until_a_restart(
     finally:
         assert server.close() == 0
     after_restart = _serve(scene, "require", [imported])
-    assert "| sandbox landlock v" in server.stderr_text()
+    banner = server.stderr_text().splitlines()[0]
+    assert banner.endswith("+ seccomp | reads: 1 mirrored folder(s) as of start"), banner
 
     assert refused["result"]["isError"] is True
     assert "readable once the server restarts" in refused["result"]["content"][0]["text"]
