@@ -60,9 +60,10 @@ class Policy:
         """Every place the confined process may read, or None when reads stay open."""
         if self.reads is None:
             return None
+        # The database files are readable through their write rules. Not their directory:
+        # SQLite only opens it to fsync it after creating a journal, ignores a failure there,
+        # and in WAL mode (which confinement requires) creates none.
         places = runtime_places(database_server=self.database is None)
-        if self.database is not None:
-            places.append(self.database.parent)  # SQLite opens its directory to sync it
         return [*places, *self.reads]
 
 

@@ -151,8 +151,8 @@ def attempt(action):
 
 def probe():
     late = ["xml.dom.minidom", "notes_server.folders.watch", "watchfiles"]
-    seen = {name: attempt(lambda: secret.read_bytes()) for name, secret in
-            (("secret in $HOME", secrets[0]), ("secret beside the folder", secrets[1]))}
+    names = ("secret in $HOME", "secret beside the folder", "secret beside the database")
+    seen = {name: attempt(secret.read_bytes) for name, secret in zip(names, secrets)}
     seen["list outside"] = attempt(lambda: os.listdir(outside))
     seen["write outside"] = attempt(lambda: (outside / "leak.md").write_text("x"))
     seen["late imports"] = [
@@ -197,13 +197,14 @@ def _spied(
 def test_import_export_and_sync_read_nothing_outside_their_folder_yet_work(
     scene: tuple[dict[str, str], Path, Path, Path], tmp_path: Path, sandbox: str
 ) -> None:
-    env, _db, folder, outside = scene
+    env, db, folder, outside = scene
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("home secret", "utf-8")
     (outside / "secret.txt").write_text("sibling secret", "utf-8")
+    (db.parent / "secret.txt").write_text("beside the database", "utf-8")
     env = {**env, "HOME": str(home)}
-    secrets = f"{home / '.ssh' / 'id_ed25519'},{outside / 'secret.txt'}"
+    secrets = f"{home / '.ssh' / 'id_ed25519'},{outside / 'secret.txt'},{db.parent / 'secret.txt'}"
     source = tmp_path / "source"
     source.mkdir()
     (source / "a.md").write_text("# A\n", "utf-8")
@@ -220,6 +221,7 @@ def test_import_export_and_sync_read_nothing_outside_their_folder_yet_work(
         assert probe == {
             "secret in $HOME": "Permission denied",
             "secret beside the folder": "Permission denied",
+            "secret beside the database": "Permission denied",
             "list outside": "Permission denied",
             "write outside": "Permission denied",
             "late imports": ["ok", "ok", "ok"],
@@ -235,7 +237,7 @@ def test_without_the_sandbox_the_same_reads_succeed(
     (outside / "secret.txt").write_text("sibling secret", "utf-8")
     source = tmp_path / "source"
     source.mkdir()
-    secrets = f"{outside / 'secret.txt'},{outside / 'secret.txt'}"
+    secrets = ",".join([str(outside / "secret.txt")] * 3)
 
     stdout, probe = _spied(
         env, secrets, outside, "import", str(source), "--workspace", WS, "--sandbox", "off"

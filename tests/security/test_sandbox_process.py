@@ -291,8 +291,14 @@ def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs
     url = _database(scene)
     _mirror(scene, url, vault)
     imported = _call(2, "notes_import", {"workspaceUri": WORKSPACE})
+    # A confirmation seals its state with the key file, read after confinement.
+    delete = _call(3, "notes_delete", {"workspaceUri": WORKSPACE, "title": "Alpha"})
+    delete["params"]["_meta"] = {  # type: ignore[index]
+        **META,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
 
-    replies = _serve(scene, "require", [_read_probe(scene, vault), imported])
+    replies = _serve(scene, "require", [_read_probe(scene, vault), imported, delete])
 
     assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
         "home secret": "denied EACCES",
@@ -307,6 +313,8 @@ def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs
         "refused": 0,
         "problems": [],
     }
+    assert replies[2]["result"]["resultType"] == "input_required"  # type: ignore[index]
+    assert replies[2]["result"]["requestState"]  # type: ignore[index]
 
 
 def test_a_server_without_mirrored_folders_leaves_reads_open(scene: Scene, vault: Path) -> None:
