@@ -306,3 +306,24 @@ def test_a_conflict_copy_never_takes_a_name_already_in_use(
     assert notes(db)["a (conflict 2).md"][1] == "file version\n"
     assert (vault / "a (conflict).md").read_text("utf-8") == "a file of that name already\n"
     assert body_of(vault / "a (conflict 2).md") == "file version\n"
+
+
+def test_the_summary_for_a_person_lists_each_refusal_and_conflict(
+    synced: Sync, vault: Path, db: Path, tmp_path: Path, store: Callable[..., None]
+) -> None:
+    store("a.md", "store version\n")
+    (vault / "a.md").write_text("file version\n", "utf-8")
+    (tmp_path / "elsewhere.md").write_text("not in the vault\n", "utf-8")
+    (vault / "link.md").symlink_to(tmp_path / "elsewhere.md")
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "NOTES_SERVER_DB": f"sqlite:///{db}"}
+
+    result = CliRunner().invoke(
+        main, ["sync", "--workspace", WS, str(vault), "--sandbox", "off"], env=env
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "1 unchanged, 2 exported, 1 refused",
+        "refused: link.md: symlink (not followed)",
+        "conflict: a.md: both sides changed; kept a (conflict).md",
+    ]
