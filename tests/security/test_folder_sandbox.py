@@ -178,11 +178,12 @@ main(sys.argv[3:], prog_name="notes-server")
 
 
 def _spied(
-    env: dict[str, str], secrets: str, outside: Path, *command: str
+    env: dict[str, str], secrets: str, outside: Path, *command: str, cwd: Path | None = None
 ) -> tuple[str, dict[str, object]]:
     done = subprocess.run(
         [sys.executable, "-c", SPY, secrets, str(outside), *command],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
@@ -214,7 +215,9 @@ def test_import_export_and_sync_read_nothing_outside_their_folder_yet_work(
         ["sync", "--workspace", WS, str(folder)],
     ]
 
-    runs = [_spied(env, secrets, outside, *step, "--sandbox", sandbox) for step in steps]
+    # Run from $HOME: `-c` puts the working directory on sys.path, which must not make it
+    # readable.
+    runs = [_spied(env, secrets, outside, *step, "--sandbox", sandbox, cwd=home) for step in steps]
 
     assert [stdout for stdout, _probe in runs] == ["1 imported\n", "1 exported\n", "1 unchanged\n"]
     for _stdout, probe in runs:

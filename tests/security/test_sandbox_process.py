@@ -104,14 +104,14 @@ def _database(scene: Scene) -> str:
 
 
 def _serve(
-    scene: Scene, sandbox: str, requests: list[dict[str, object]]
+    scene: Scene, sandbox: str, requests: list[dict[str, object]], *, cwd: Path | None = None
 ) -> list[dict[str, object]]:
     url = _database(scene)
     command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--principal", "alice"]
     command += ["--sandbox", sandbox, "--tools-module", "escape_tools"]
     lines = b"".join(json.dumps(request).encode() + b"\n" for request in requests)
     done = subprocess.run(
-        command, input=lines, capture_output=True, env=scene.env(), timeout=60, check=True
+        command, input=lines, capture_output=True, env=scene.env(), timeout=60, check=True, cwd=cwd
     )
     return [json.loads(line) for line in done.stdout.decode().splitlines()]
 
@@ -298,7 +298,10 @@ def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     }
 
-    replies = _serve(scene, "require", [_read_probe(scene, vault), imported, delete])
+    # From $HOME: `python -m` puts the working directory first on sys.path; it stays unreadable.
+    replies = _serve(
+        scene, "require", [_read_probe(scene, vault), imported, delete], cwd=scene.home
+    )
 
     assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
         "home secret": "denied EACCES",
