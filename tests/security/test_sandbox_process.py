@@ -4,6 +4,7 @@ extension code tries, from the first line it runs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -399,3 +401,38 @@ def test_a_folder_mirrored_after_the_server_started_is_refused_until_a_restart(
     assert refused["result"]["isError"] is True
     assert "readable once the server restarts" in refused["result"]["content"][0]["text"]
     assert after_restart[0]["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
+
+
+def test_a_confined_http_server_with_mirrors_still_reads_its_jwks_file(
+    scene: Scene, vault: Path, tmp_path: Path
+) -> None:
+    """The JWKS file is loaded when a worker builds the app, after confinement."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    numbers = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    n, e = numbers.public_numbers().n, numbers.public_numbers().e
+
+    def b64(value: int) -> str:
+        raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    jwks = tmp_path / "keys" / "jwks.json"
+    jwks.parent.mkdir()
+    jwks.write_text(json.dumps({"keys": [{"kty": "RSA", "n": b64(n), "e": b64(e)}]}), "utf-8")
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    command = [sys.executable, "-m", "notes_server", "serve", "--transport", "http", "--db", url]
+    command += ["--port", "0", "--auth", "token", "--sandbox", "require"]
+    command += ["--jwt-issuer", "https://issuer.example", "--jwt-audience", "notes"]
+    command += ["--jwt-jwks", str(jwks)]
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=scene.env()
+    ) as proc:
+        try:
+            port = _wait_for_workers(proc, 1)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                _http_post(port, _call(1, "notes_search", {"workspaceUri": WORKSPACE}))
+        finally:
+            proc.terminate()
+    refused.value.close()
+    assert refused.value.code == 401
