@@ -101,7 +101,8 @@ def migrate(db: str | None) -> None:
     show_default=True,
     help="Confine the process with Linux Landlock and seccomp (writes only to the database "
     "and its -wal/-shm; no metadata changes; no sockets for stdio on embedded SQLite, no "
-    "outgoing TCP for HTTP). `require` refuses to serve without it.",
+    "outgoing TCP for HTTP; with mirrored folders, reads only of those, the database and "
+    "Python's own files). `require` refuses to serve without it.",
 )
 @click.option(
     "--tools-module",
