@@ -276,7 +276,8 @@ def _read_probe(scene: Scene, vault: Path) -> dict[str, object]:
         "sibling secret": str(scene.outside / "secret.txt"),
         "mirrored file": str(vault / "a.md"),
     }
-    return _call(1, "test_read", {"paths": paths, "module": "xml.dom.minidom"})
+    writes = {"write into the mirrored folder": str(vault / "new.md")}
+    return _call(1, "test_read", {"paths": paths, "writes": writes, "module": "xml.dom.minidom"})
 
 
 @pytest.fixture
@@ -309,6 +310,7 @@ def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs
         "home secret": "denied EACCES",
         "sibling secret": "denied EACCES",
         "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
         "late import": "imported",
     }
     assert replies[1]["result"]["structuredContent"] == {  # type: ignore[index]
@@ -330,6 +332,7 @@ def test_a_server_without_mirrored_folders_leaves_reads_open(scene: Scene, vault
         "home secret": "read",
         "sibling secret": "read",
         "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
         "late import": "imported",
     }
 
@@ -357,6 +360,7 @@ def test_confined_http_workers_with_a_mirrored_folder_read_only_that_folder(
         "home secret": "denied EACCES",
         "sibling secret": "denied EACCES",
         "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
         "late import": "imported",
     }
     assert imported["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
