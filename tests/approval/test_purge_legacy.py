@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers import ServerProcess
-from http_support import HttpServer, start_http_server
+from http_support import CLIENT_LIMITS, HttpServer, start_http_server
 from legacy_support import LegacyClient
 from purge_support import WS, add_note, approve, approve_with_code
 from sqlalchemy import Engine, text
@@ -178,7 +178,7 @@ class Host:
     """A 2025-11-25 HTTP host that declared URL elicitation."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=60)
+        self.http = httpx.Client(timeout=60, limits=CLIENT_LIMITS)
         self.token = token
         self.session = ""
 

@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "transports"))
-from http_support import HttpServer, start_http_server
+from http_support import CLIENT_LIMITS, HttpServer, start_http_server
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
@@ -43,7 +43,7 @@ class Session:
     """One 2025-11-25 client whose POSTs go to whichever instance the test names."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=60)
+        self.http = httpx.Client(timeout=60, limits=CLIENT_LIMITS)
         self.token = token
         self.session = ""
         self.ids = 0

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "transports"))
-from http_support import HttpServer, rpc, start_http_server
+from http_support import CLIENT_LIMITS, HttpServer, rpc, start_http_server
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
@@ -81,7 +81,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     _, token = create_token(SqlTokenRecords(engine), "alice")
     env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
     servers: list[HttpServer] = []
-    clients = [httpx.Client(timeout=60) for _ in range(CLIENTS)]
+    clients = [httpx.Client(timeout=60, limits=CLIENT_LIMITS) for _ in range(CLIENTS)]
     try:
         for _ in range(INSTANCES):
             servers.append(start_http_server(tmp_path, url, env=env))

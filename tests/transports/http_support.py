@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 from helpers import make_request, subprocess_env
 
 from notes_server.security.keyring import KeyRing
@@ -28,6 +29,10 @@ BASE_HEADERS = {"Content-Type": "application/json", "Accept": "application/json,
 LOOPBACK_URL = "http://127.0.0.1:8765"
 # The state keys of the HTTP processes of a PostgreSQL run (SQLite: the key file beside it).
 SHARED_STATE_KEYS = KeyRing.generate_spec()
+# Below the server's 5 s keep-alive timeout, so a long-lived test client never sends on a
+# connection the server is closing at that moment (httpx does not retry a POST; under load the
+# race shows as "Server disconnected without sending a response").
+CLIENT_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 
 
 def mcp_headers(message: Mapping[str, Any]) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HttpServer, start_http_server
+from http_support import CLIENT_LIMITS, HttpServer, start_http_server
 from sqlalchemy import Engine
 
 from notes_server.security.keyring import KeyRing
@@ -51,7 +51,7 @@ class Host:
     """A 2025-11-25 client whose POSTs go to whichever instance the test names."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=30)
+        self.http = httpx.Client(timeout=30, limits=CLIENT_LIMITS)
         self.token = token
         self.session = ""
         self.ids = 0
