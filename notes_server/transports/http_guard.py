@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -81,13 +82,36 @@ class OriginPolicy:
         return self.loopback and is_loopback_name(host)
 
 
-class OriginHostGuard:
-    def __init__(self, app: ASGIApp, http: HttpSettings) -> None:
-        self.app = app
+class HostOriginCheck:
+    """The guard's verdict from the `Host` and `Origin` values alone, so that the middleware
+    and the single-pass `POST /mcp` handler (`http_fastpath`) judge exactly alike."""
+
+    def __init__(self, http: HttpSettings) -> None:
         self.loopback = http.loopback
         self.origin_allowed = OriginPolicy(http)
         public = urlsplit(http.public_url or "").hostname
         self.public_host = public.lower() if public else None
+
+    def problem(self, hosts: Sequence[str], origins: Sequence[str]) -> str | None:
+        if self.loopback and not self.host_allowed(hosts):
+            return "Forbidden: Host not allowed"
+        if origins and (len(origins) > 1 or not self.origin_allowed(origins[0])):
+            return "Forbidden: Origin not allowed"
+        return None
+
+    def host_allowed(self, values: Sequence[str]) -> bool:
+        if len(values) != 1:
+            return False
+        name = host_name(values[0])
+        if name is None:
+            return False
+        return is_loopback_name(name) or (name.strip("[]") == self.public_host)
+
+
+class OriginHostGuard:
+    def __init__(self, app: ASGIApp, http: HttpSettings) -> None:
+        self.app = app
+        self.check = HostOriginCheck(http)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -98,17 +122,4 @@ class OriginHostGuard:
         await self.app(scope, receive, send)
 
     def problem(self, headers: Headers) -> str | None:
-        if self.loopback and not self.host_allowed(headers.getlist("host")):
-            return "Forbidden: Host not allowed"
-        origins = headers.getlist("origin")
-        if origins and (len(origins) > 1 or not self.origin_allowed(origins[0])):
-            return "Forbidden: Origin not allowed"
-        return None
-
-    def host_allowed(self, values: list[str]) -> bool:
-        if len(values) != 1:
-            return False
-        name = host_name(values[0])
-        if name is None:
-            return False
-        return is_loopback_name(name) or (name.strip("[]") == self.public_host)
+        return self.check.problem(headers.getlist("host"), headers.getlist("origin"))
