@@ -139,8 +139,16 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
             assert server.handle_raw(body, BENCH_PRINCIPAL) is not None
         return time.process_time() - started
 
+    async def floor(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
     variants = {
         "ASGI app, POST /mcp": lambda: loop.run_until_complete(_drive(app, bodies, token)),
+        "this driver around a minimal ASGI app": lambda: loop.run_until_complete(
+            _drive(floor, bodies, token)
+        ),
         "exchange alone (decode .. encode)": exchange_only,
         "stdio's handle_raw (decode .. encode)": stdio_path,
     }
