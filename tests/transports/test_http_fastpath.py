@@ -283,3 +283,46 @@ def test_the_hot_path_never_enters_the_stack(app: McpPostFastPath, token: str) -
         headers = {**with_token(headers, token), "Content-Length": str(len(body))}
         status, _, content = run_asgi(app, scope_for(headers), body)
         assert status == 200 and json.loads(content)["id"] == 1
+
+
+class NextOnly:
+    """An awaitable's iterator with only `__next__`, as some ASGI servers hand out (granian's
+    futures): no `send`, no `throw`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __iter__(self) -> NextOnly:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.inner)
+
+
+class PlainAwaitable:
+    def __init__(self, future: asyncio.Future[Message]) -> None:
+        self.future = future
+
+    def __await__(self) -> Any:
+        return NextOnly(self.future.__await__())
+
+
+def test_a_body_read_works_with_an_awaitable_that_is_not_a_generator() -> None:
+    async def read(delivery: str) -> bytes:
+        loop = asyncio.get_running_loop()
+
+        def receive() -> PlainAwaitable:
+            future: asyncio.Future[Message] = loop.create_future()
+            message = chunk(b"abc", False)
+            if delivery == "now":
+                future.set_result(message)
+            elif delivery == "later":
+                loop.call_soon(future.set_result, message)
+            return PlainAwaitable(future)
+
+        return await read_all(BoundedBody(receive, None, 100, 0.05))  # type: ignore[arg-type]
+
+    assert asyncio.run(read("now")) == b"abc"
+    assert asyncio.run(read("later")) == b"abc"
+    with pytest.raises(BodyTooSlow):
+        asyncio.run(read("never"))
