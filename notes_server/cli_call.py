@@ -1,11 +1,22 @@
-"""`notes-server call`: try a tool from the terminal, including confirmation forms."""
+"""`notes-server call`: try a tool from the terminal, including confirmation forms and
+approvals on the server's own page (URL mode).
+
+A URL elicitation is shown on stderr (the message and the URL; the spawned server's one-time
+approval code is relayed from its stderr); then the call waits for the page to be completed by
+retrying with `accept` every PAGE_POLL_S (the server answers the same URL until its records
+show the page was done), bounded by PAGE_WAIT_S, the approval's lifetime. Ctrl-C during the
+wait answers `cancel`, so the pending approval is dropped and nothing is changed.
+"""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-import tempfile
-from typing import Any
+import threading
+import time
+from collections import deque
+from typing import IO, Any
 
 import click
 
@@ -13,7 +24,10 @@ from notes_server.client.forms import AnswerError, fill_form
 from notes_server.client.session import StdioSession
 
 MAX_ROUNDS = 5
-CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+PAGE_POLL_S = 1.0
+PAGE_WAIT_S = 15 * 60.0  # the approval's lifetime (tools.purge.APPROVAL_TTL)
+RELAYED = b"notes-server: approval code"
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -57,6 +71,12 @@ def _answer(
         raise click.ClickException(f"cannot answer input request {request.get('method')!r}")
     params = request.get("params", {})
     click.echo(params.get("message", ""), err=True)
+    if params.get("mode") == "url":
+        if action not in (None, "accept"):
+            return {"action": action}
+        click.echo(f"Open this page in your browser to approve:\n  {params.get('url')}", err=True)
+        click.echo("Waiting for the page to be completed (Ctrl-C cancels)...", err=True)
+        return {"action": "accept"}
     # A person at a terminal just fills the form (note, then yes/no): answering "no" is how
     # they decline, and Ctrl-C cancels. Only scripts name an action.
     interactive = sys.stdin.isatty() and not scripted and action is None
@@ -111,16 +131,50 @@ def call(
     arguments = _arguments(args, raw_json)
     scripted = _pairs(answers, "--answer")
     serve_args = [*(["--db", db] if db else []), *(["--principal", principal] if principal else [])]
-    with (
-        tempfile.TemporaryFile() as server_log,
-        StdioSession(serve_args, stderr=server_log) as session,
-    ):
+    with StdioSession(serve_args, stderr=subprocess.PIPE) as session:
+        relay = StderrRelay(session.process.stderr)
         try:
             _rounds(session, tool, arguments, scripted, action)
         except (click.ClickException, ConnectionError):
-            server_log.seek(0)
-            sys.stderr.write(server_log.read().decode("utf-8", "replace"))
+            sys.stderr.write(relay.text())
             raise
+
+
+class StderrRelay:
+    """Reads the server's stderr: its approval-code lines go to the person's terminal at
+    once; the last MAX_KEPT lines are kept, shown only when the call fails."""
+
+    MAX_KEPT = 2000
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.lines: deque[bytes] = deque(maxlen=self.MAX_KEPT)
+        self.thread = threading.Thread(target=self._pump, name="server-stderr", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        if self.stream is None:
+            return
+        for line in iter(self.stream.readline, b""):
+            with self.lock:
+                self.lines.append(line)
+            if line.startswith(RELAYED):
+                sys.stderr.write(line.decode("utf-8", "replace"))
+                sys.stderr.flush()
+
+    def text(self) -> str:
+        """What the server wrote so far (it may still be running: wait briefly for more)."""
+        self.thread.join(timeout=0.5)
+        with self.lock:
+            return b"".join(self.lines).decode("utf-8", "replace")
+
+
+def _url_of(request: Any) -> str | None:
+    params = request.get("params") if isinstance(request, dict) else None
+    if isinstance(params, dict) and params.get("mode") == "url":
+        return str(params.get("url"))
+    return None
 
 
 def _rounds(
@@ -131,26 +185,94 @@ def _rounds(
     action: str | None,
 ) -> None:
     params: dict[str, Any] = {"name": tool, "arguments": arguments}
-    for _ in range(MAX_ROUNDS):
-        reply = session.request("tools/call", params, CAPABILITIES)
-        if "error" in reply:
-            error = reply["error"]
-            raise click.ClickException(f"error {error.get('code')}: {error.get('message')}")
-        result = reply["result"]
-        if result.get("resultType") != "input_required":
-            _print_result(result)
-            return
-        responses = {
-            key: _answer(req, scripted, action)
-            for key, req in result.get("inputRequests", {}).items()
+    pending: dict[str, Any] | None = None  # the last input_required, to cancel on Ctrl-C
+    waiting = Waiting()
+    try:
+        while True:
+            result = _call(session, params)
+            if result.get("resultType") != "input_required":
+                _print_result(result)
+                return
+            pending = result
+            params = _next_round(result, tool, arguments, scripted, action, waiting)
+    except KeyboardInterrupt:
+        if pending is not None:
+            _cancel(session, params, pending)
+        raise SystemExit(130) from None
+
+
+class Waiting:
+    """The URLs the person was sent to (and we accepted), until when to wait, the answers."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self.pages: set[str] = set()
+        self.deadline = 0.0
+        self.responses: dict[str, Any] = {}
+
+
+def _next_round(
+    result: dict[str, Any],
+    tool: str,
+    arguments: dict[str, Any],
+    scripted: dict[str, str],
+    action: str | None,
+    waiting: Waiting,
+) -> dict[str, Any]:
+    """The next request's params: the same answers again while the person is still on the
+    page (after a pause), else the answers to new questions."""
+    requests = result.get("inputRequests", {})
+    urls = {_url_of(request) for request in requests.values()}
+    if waiting.pages and urls and urls <= waiting.pages:
+        if time.monotonic() >= waiting.deadline:
+            raise click.ClickException(
+                "the approval page was not completed in time; nothing was changed"
+            )
+        time.sleep(PAGE_POLL_S)
+    else:
+        waiting.rounds += 1
+        if waiting.rounds > MAX_ROUNDS:
+            raise click.ClickException(f"gave up after {MAX_ROUNDS} rounds of questions")
+        answers = {key: _answer(request, scripted, action) for key, request in requests.items()}
+        waiting.responses = answers
+        waiting.pages = {
+            url
+            for key, request in requests.items()
+            if (url := _url_of(request)) is not None and answers[key].get("action") == "accept"
         }
-        params = {
-            "name": tool,
-            "arguments": arguments,
-            "inputResponses": responses,
-            "requestState": result.get("requestState"),
-        }
-    raise click.ClickException(f"gave up after {MAX_ROUNDS} rounds of questions")
+        waiting.deadline = time.monotonic() + PAGE_WAIT_S
+    return {
+        "name": tool,
+        "arguments": arguments,
+        "inputResponses": waiting.responses,
+        "requestState": result.get("requestState"),
+    }
+
+
+def _call(session: StdioSession, params: dict[str, Any]) -> dict[str, Any]:
+    reply = session.request("tools/call", params, CAPABILITIES)
+    if "error" in reply:
+        error = reply["error"]
+        raise click.ClickException(f"error {error.get('code')}: {error.get('message')}")
+    result: dict[str, Any] = reply["result"]
+    return result
+
+
+def _cancel(session: StdioSession, params: dict[str, Any], required: dict[str, Any]) -> None:
+    """Ctrl-C: answer every pending question with `cancel`, so nothing is changed."""
+    click.echo("Cancelled.", err=True)
+    cancelled = {key: {"action": "cancel"} for key in required.get("inputRequests", {})}
+    answer = {
+        **params,
+        "inputResponses": cancelled,
+        "requestState": required.get("requestState"),
+    }
+    try:
+        result = _call(session, answer)
+    except click.ClickException as exc:
+        click.echo(f"the server refused the cancellation: {exc.message}", err=True)
+        return
+    click.echo(json.dumps(result.get("structuredContent", {}), ensure_ascii=False), err=True)
 
 
 def _print_result(result: dict[str, Any]) -> None:

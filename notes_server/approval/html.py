@@ -14,7 +14,7 @@ MAX_LISTED = 200
 def document(title: str, body: str) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin">'
         f"<title>{escape(title)}</title></head><body>\n<h1>{escape(title)}</h1>\n{body}\n"
         "</body></html>\n"
     )
@@ -26,12 +26,12 @@ def message(title: str, text: str) -> str:
 
 def login_form(csrf: str, error: str | None = None) -> str:
     """Step 1 over HTTP: the person proves they are the principal that asked, with their own
-    API token for this server (never a password or token of any other service)."""
+    credential for this server (never a password or token of any other service)."""
     intro = (
-        "sign in with <em>your own</em> API token for this notes server (it starts with "
-        "<code>nst_</code>). Do not enter a password or a token of any other service."
+        "sign in with <em>your own</em> API token (it starts with <code>nst_</code>) or access "
+        "token for this notes server. Do not enter a password or a token of any other service."
     )
-    return _secret_form(csrf, error, intro, "API token", "password")
+    return _secret_form(csrf, error, intro, "Token", "password")
 
 
 def code_form(csrf: str, error: str | None = None) -> str:

@@ -1,6 +1,8 @@
 """How the approval page knows the person is the principal that started the purge.
 
-- `TokenLogin` (HTTP): the principal's own API token for this server, typed into the page.
+- `TokenLogin` (HTTP): the principal's own credential for this server, typed into the page,
+  checked by the HTTP server's own authenticator (stored `nst_` tokens and, with `--auth jwt`,
+  JWTs), else (`--auth none`, which accepts anything) only as a stored `nst_` token.
 - `CodeLogin` (stdio): a one-time code the server prints on its stderr when the link is opened.
   Only the person who can read the server's own terminal or log sees it; the stdio server acts
   for one principal. Five wrong codes burn it (open the link again from a new purge request).
@@ -12,6 +14,7 @@ import hashlib
 import secrets
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from notes_server.approval import html
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from notes_server.tools.services import Services
 
 MAX_ATTEMPTS = 5
+MAX_CREDENTIAL = 8192
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 WRONG_TOKEN = "That token does not belong to the account that asked for this purge."
 WRONG_CODE = "That is not the approval code this server printed for this request."
@@ -39,10 +43,17 @@ class Login(Protocol):
     def principal_for(self, approval: Approval, secret: str) -> str | None:
         """The approval's principal if `secret` proves the person is it; else None."""
 
+    def use_authenticator(self, verify: Callable[[str], str | None]) -> None:
+        """Check typed credentials with the HTTP server's authenticator from now on."""
+
 
 class TokenLogin:
     def __init__(self, services: Services) -> None:
         self.services = services
+        self.verify: Callable[[str], str | None] | None = None
+
+    def use_authenticator(self, verify: Callable[[str], str | None]) -> None:
+        self.verify = verify
 
     def form(self, csrf: str, error: str | None = None) -> str:
         return html.login_form(csrf, error)
@@ -57,9 +68,15 @@ class TokenLogin:
         from notes_server.security.tokens import TokenVerifier, looks_like_token
         from notes_server.store.tokens import SqlTokenRecords
 
-        if not looks_like_token(secret):
+        secret = secret.strip()
+        if not secret or len(secret) > MAX_CREDENTIAL or any(c.isspace() for c in secret):
             return None
-        principal = TokenVerifier(SqlTokenRecords(self.services.engine)).principal_for(secret)
+        if self.verify is not None:
+            principal = self.verify(secret)
+        elif looks_like_token(secret):
+            principal = TokenVerifier(SqlTokenRecords(self.services.engine)).principal_for(secret)
+        else:
+            return None
         return principal if principal == approval.principal else None
 
 
@@ -84,6 +101,9 @@ class CodeLogin:
         out = self.out or sys.stderr
         out.write(f"notes-server: approval code for purge request {approval}: {shown}\n")
         out.flush()
+
+    def use_authenticator(self, verify: Callable[[str], str | None]) -> None:
+        return None  # the code, printed on this server's stderr, is the only proof here
 
     def principal_for(self, approval: Approval, secret: str) -> str | None:
         typed = secret.replace("-", "").replace(" ", "").upper()

@@ -3,9 +3,10 @@ but never without proof that the person is the principal that started the purge.
 
 1. `GET /approval?a=<id>&k=<link secret>`: spends the one-time link (a second use fails), sets
    a sealed "link" cookie and redirects to the clean `/approval`, so no secret stays in the URL.
-2. The login form asks for the principal's own API token for this server; a token of another
-   principal is refused. Success sets a short sealed session cookie (HttpOnly, SameSite=Strict,
-   Secure unless on loopback plain HTTP).
+2. The login form asks for the principal's own credential for this server (an API token, or
+   an access token (JWT) when the server accepts them: the same authenticator as `/mcp`); a
+   credential of another principal is refused. Success sets a short sealed session cookie
+   (HttpOnly, SameSite=Strict, Secure unless on loopback plain HTTP).
 3. The confirm form shows the workspace, the count and the titles and asks for the workspace's
    last path segment; submitting it records the approval in the database row.
 
@@ -16,6 +17,7 @@ forbids framing and caching and runs no script.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -42,7 +44,9 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
     "Pragma": "no-cache",
-    "Referrer-Policy": "no-referrer",
+    # Not `no-referrer`: with it Chromium sends `Origin: null` on the page's own form POSTs,
+    # which the Origin guard must refuse. `same-origin` still tells no other site anything.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 STEPS = frozenset({"login", "confirm"})
@@ -50,9 +54,19 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 class ApprovalRoute(Route):
-    """Served without a bearer credential: the page authenticates the person itself."""
+    """Served without a bearer credential: the page authenticates the person itself, with
+    the HTTP server's own authenticator when it lends it (`use_authenticator`), and takes
+    form POSTs from its own origin (`same_origin_forms`)."""
 
     serves_without_credential = True
+    same_origin_forms = True
+
+    def __init__(self, page: ApprovalPage) -> None:
+        super().__init__(APPROVAL_PATH, page.handle, methods=["GET", "POST"])
+        self.page = page
+
+    def use_authenticator(self, verify: Callable[[str], str | None]) -> None:
+        self.page.login.use_authenticator(verify)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +82,7 @@ class Visit:
 def routes(services: Services, login: Login | None = None) -> list[Route]:
     """The page's route; `login` defaults to the principal's own API token (HTTP)."""
     page = ApprovalPage(services, login or TokenLogin(services))
-    return [ApprovalRoute(APPROVAL_PATH, page.handle, methods=["GET", "POST"])]
+    return [ApprovalRoute(page)]
 
 
 def respond(status: int, body: str) -> Response:

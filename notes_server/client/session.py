@@ -29,8 +29,14 @@ class StdioSession:
 
     def __init__(self, serve_args: Sequence[str], *, stderr: IO[bytes] | int | None = None):
         command = [sys.executable, "-m", "notes_server", "serve", *serve_args]
+        # Its own session: Ctrl-C in the terminal interrupts the caller, which then cancels
+        # the call cleanly, instead of killing the server under it.
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
         )
         self._ids = itertools.count(1)
 
@@ -46,11 +52,13 @@ class StdioSession:
         }
         self.process.stdin.write(json.dumps(message).encode() + b"\n")
         self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise ConnectionError("the server exited before answering")
-        reply: dict[str, Any] = json.loads(line)
-        return reply
+        while True:  # a reply to a request abandoned by Ctrl-C may come first: skip it
+            line = self.process.stdout.readline()
+            if not line:
+                raise ConnectionError("the server exited before answering")
+            reply: dict[str, Any] = json.loads(line)
+            if reply.get("id") == message["id"]:
+                return reply
 
     def close(self) -> int:
         if self.process.stdin is not None:

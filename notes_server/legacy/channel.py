@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import select
+import time
 from collections import deque
 from typing import Any
 
@@ -64,6 +66,24 @@ class ClientChannel:
             if response is not None:
                 return response
         return None
+
+    def idle(self, seconds: float, serving: RequestId) -> None:
+        """Wait up to `seconds` while still listening to the client: a frame that arrives is
+        sorted as during `ask` (ping answered, a cancellation of `serving` raises
+        RequestCancelled, the rest queued) and ends the wait early; so does the end of stdin,
+        which counts as a cancellation. A frame is expected to arrive whole (one line)."""
+        fileno = self.reader.fileno()
+        if fileno is None:
+            time.sleep(seconds)
+            return
+        if not self.reader.read_ahead():
+            ready, _, _ = select.select([fileno], [], [], seconds)
+            if not ready:
+                return
+        frame = self.reader.next_frame()
+        if frame is None:
+            raise RequestCancelled
+        self._sort(frame, "", serving)
 
     def cancel(self, request_id: str, reason: str) -> None:
         """Tell the client we no longer need the answer to `request_id`."""

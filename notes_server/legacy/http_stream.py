@@ -31,11 +31,20 @@ from starlette.types import Receive, Scope, Send
 from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
 from notes_server.legacy.rounds import (
     MAX_ROUNDS,
+    URL_FIRST_POLL_S,
+    URL_MAX_POLL_S,
+    URL_WAIT_S,
     Outcome,
+    Question,
+    accepted_pages,
     after_rounds,
+    completed_pages,
+    elicitation_complete,
     needs_input,
+    page_not_completed,
     questions,
     retry_params,
+    still_on_page,
     too_many_rounds,
 )
 from notes_server.legacy.session import LegacyHandler
@@ -159,30 +168,69 @@ class Conversation:
             if self.handler.roots_needed(request.method):
                 await self._learn_roots(send)
             result, error = await self._dispatch(request, send)
+        page = PageWait(self, request_key(self.request.id))
+        try:
+            result, error = await self._rounds(request, result, error, page, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await page.close()
+        await send(_body(self.request.id, self.handler.finish(self.request.method, result, error)))
+
+    async def _rounds(
+        self,
+        request: Request,
+        result: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        page: PageWait,
+        send: Send,
+    ) -> Outcome:
         rounds = 0
+        answers: dict[str, Any] = {}
+        pages: dict[str, str] = {}  # URL elicitations the client accepted: url -> id
         while needs_input(result):
             assert result is not None
-            if rounds == MAX_ROUNDS:
-                result, error = too_many_rounds()
-                break
-            rounds += 1
-            answers = await self._ask_all(result, send)
+            if still_on_page(result, pages):
+                if not await page.pause():  # the person is on the page (Ended: cancelled)
+                    result, error = page_not_completed()
+                    break
+            else:
+                await self._announce(completed_pages(pages, result, None), send)
+                if rounds == MAX_ROUNDS:
+                    result, error = too_many_rounds()
+                    break
+                rounds += 1
+                asked, answers = await self._ask_all(result, send)
+                pages = accepted_pages(asked, answers)
+                if pages:
+                    await page.start()
             params = retry_params(request.params, result, answers)
             request = Request(request.id, request.method, params)
             result, error = await self._dispatch(request, send)
         else:
+            await self._announce(completed_pages(pages, result, error), send)
             result, error = after_rounds(rounds, result, error)
-        await send(_body(self.request.id, self.handler.finish(request.method, result, error)))
+        return result, error
 
-    async def _ask_all(self, required: dict[str, Any], send: Send) -> dict[str, Any]:
+    async def _announce(self, completed: list[str], send: Send) -> None:
+        """`notifications/elicitation/complete` on this stream for each page completed."""
+        for elicitation_id in completed:
+            payload = json.dumps(elicitation_complete(elicitation_id)).encode()
+            await send(
+                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+            )
+
+    async def _ask_all(
+        self, required: dict[str, Any], send: Send
+    ) -> tuple[list[Question], dict[str, Any]]:
         answers: dict[str, Any] = {}
         new_id = lambda: f"s-{secrets.token_hex(8)}"  # noqa: E731
-        for key, method, message in questions(self.handler.session.version, required, new_id):
+        asked = questions(self.handler.session.version, required, new_id)
+        for key, method, message in asked:
             response = await self._ask(message, send)
             answer = input_response(method, response)
             if answer is not None:
                 answers[key] = answer
-        return answers
+        return asked, answers
 
     async def _dispatch(self, request: Request, send: Send) -> Outcome:
         """The request in a worker thread; its progress notifications go out as they come."""
@@ -249,6 +297,52 @@ class Conversation:
             with anyio.move_on_after(min(delay, remaining)):
                 await woken.wait()
             delay = min(delay * 2, MAX_POLL_S)
+
+
+class PageWait:
+    """The wait while the person is on a page the client opened (URL mode): a row in the
+    question store, so that `notifications/cancelled` on any worker or the end of the session
+    ends it, polled with backoff up to a deadline. The core is retried after each pause, on
+    this worker, so it sees the page's completion whichever worker served the page."""
+
+    def __init__(self, conversation: Conversation, client_key: str) -> None:
+        self.conversation = conversation
+        self.client_key = client_key
+        self.row = f"page-{secrets.token_hex(8)}"
+        self.recorded = False
+        self.deadline = 0.0
+        self.delay = URL_FIRST_POLL_S
+
+    async def start(self) -> None:
+        """A page was just opened: the deadline and the backoff start over."""
+        talk = self.conversation
+        limit = min(talk.wait_limit, URL_WAIT_S)
+        self.deadline, self.delay = anyio.current_time() + limit, URL_FIRST_POLL_S
+        if not self.recorded:
+            asked = await talk.run(
+                lambda: talk.store.ask(talk.session, self.row, self.client_key, limit)
+            )
+            if not asked:
+                raise Ended
+            self.recorded = True
+
+    async def pause(self) -> bool:
+        """Wait one backoff step; False once the deadline has passed. Raises Ended."""
+        talk = self.conversation
+        remaining = self.deadline - anyio.current_time()
+        if remaining <= 0:
+            return False
+        await anyio.sleep(min(self.delay, remaining))
+        self.delay = min(self.delay * 2, URL_MAX_POLL_S)
+        state = await talk.run(lambda: talk.store.poll(talk.session, self.row))
+        if state is None or state.cancelled:
+            raise Ended
+        return True
+
+    async def close(self) -> None:
+        if self.recorded:
+            talk = self.conversation
+            await talk.run(lambda: talk.store.close(talk.session, self.row))
 
 
 def _response(text: str) -> dict[str, Any] | None:

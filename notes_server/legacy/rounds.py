@@ -7,7 +7,7 @@ the client; what to ask, how to retry and when to stop is decided here, once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from notes_server.legacy.translate import (
@@ -20,6 +20,14 @@ from notes_server.legacy.translate import (
 )
 
 MAX_ROUNDS = 5
+# Waiting for an out-of-band page (URL mode): retries with backoff, bounded by a deadline.
+URL_WAIT_S = 15 * 60.0  # the approval page's lifetime (tools.purge.APPROVAL_TTL)
+URL_FIRST_POLL_S = 0.25
+URL_MAX_POLL_S = 2.0
+PAGE_NOT_COMPLETED = (
+    "The page the user was sent to was not completed in time, so nothing was changed. Call "
+    "the tool again to start over."
+)
 
 Outcome = tuple[dict[str, Any] | None, dict[str, Any] | None]
 # (inputRequests key, method, the JSON-RPC request to send the client)
@@ -61,3 +69,66 @@ def after_rounds(rounds: int, result: dict[str, Any] | None, error: Any) -> Outc
     if rounds and error is not None and expired_confirmation(error):
         return tool_error_result(CONFIRMATION_EXPIRED), None
     return result, error
+
+
+# -- URL mode (2025-11-25): the person is on a page, not in the client -----------------------
+#
+# `accept` to a URL elicitation only means the client opened the page. The core then keeps
+# answering `input_required` with the SAME URL until its own records show the page was
+# completed. The adapter does not ask the client again meanwhile: it retries with the same
+# answers, backing off, until the core asks something else or finishes (or the deadline), and
+# then tells the client `notifications/elicitation/complete` for each page that was done.
+
+
+def _url_params(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    params = message.get("params")
+    if message.get("method") != "elicitation/create" or not isinstance(params, dict):
+        return None
+    return params if params.get("mode") == "url" else None
+
+
+def accepted_pages(asked: Sequence[Question], answers: Mapping[str, Any]) -> dict[str, str]:
+    """url -> elicitationId of the URL elicitations the client just accepted."""
+    pages: dict[str, str] = {}
+    for key, _, message in asked:
+        params = _url_params(message)
+        answer = answers.get(key)
+        accepted = isinstance(answer, dict) and answer.get("action") == "accept"
+        if params is not None and accepted and isinstance(params.get("elicitationId"), str):
+            pages[str(params.get("url"))] = params["elicitationId"]
+    return pages
+
+
+def _asked_urls(required: Mapping[str, Any]) -> list[str | None]:
+    embedded = required.get("inputRequests") or {}
+    urls: list[str | None] = []
+    for request in embedded.values():
+        params = _url_params(request) if isinstance(request, dict) else None
+        urls.append(None if params is None else str(params.get("url")))
+    return urls
+
+
+def still_on_page(required: Mapping[str, Any], pages: Mapping[str, str]) -> bool:
+    """The core asks only for pages the client already opened: wait, do not ask again."""
+    urls = _asked_urls(required)
+    return bool(pages) and bool(urls) and all(url in pages for url in urls)
+
+
+def completed_pages(
+    pages: Mapping[str, str], result: dict[str, Any] | None, error: Any
+) -> list[str]:
+    """The elicitationIds of accepted pages the core no longer asks for: they were done (a
+    JSON-RPC error, e.g. an expired approval, proves nothing, so it announces none)."""
+    if error is not None or result is None:
+        return []
+    asked = set(_asked_urls(result)) if needs_input(result) else set()
+    return [elicitation for url, elicitation in pages.items() if url not in asked]
+
+
+def elicitation_complete(elicitation_id: str) -> dict[str, Any]:
+    params = {"elicitationId": elicitation_id}
+    return {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": params}
+
+
+def page_not_completed() -> Outcome:
+    return tool_error_result(PAGE_NOT_COMPLETED), None

@@ -10,11 +10,12 @@ MAX_ROUNDS rounds. Results lose `resultType`, caching hints and `_meta` serverIn
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
-from notes_server.legacy.channel import ClientChannel, RequestCancelled
+from notes_server.legacy.channel import ClientChannel, RequestCancelled, dump
 from notes_server.legacy.roots import (
     NARROWED_METHODS,
     GrantLookup,
@@ -29,16 +30,25 @@ from notes_server.legacy.roots import (
 )
 from notes_server.legacy.rounds import (
     MAX_ROUNDS,
+    URL_FIRST_POLL_S,
+    URL_MAX_POLL_S,
+    URL_WAIT_S,
     Outcome,
+    Question,
+    accepted_pages,
     after_rounds,
+    completed_pages,
+    elicitation_complete,
     needs_input,
+    page_not_completed,
     questions,
     retry_params,
+    still_on_page,
     too_many_rounds,
 )
 from notes_server.legacy.translate import (
     LEGACY_METHODS,
-    NEEDS_ELICITATION,
+    capability_refusal,
     initialize_result,
     input_response,
     legacy_error,
@@ -83,9 +93,10 @@ def start_session(params: dict[str, Any]) -> LegacySession:
     if not isinstance(declared, dict):
         raise InvalidParams("Invalid params: initialize capabilities must be an object")
     client_info = params.get("clientInfo")
+    version = negotiate(requested)
     return LegacySession(
-        negotiate(requested),
-        modern_capabilities(declared),
+        version,
+        modern_capabilities(declared, version),
         client_info if isinstance(client_info, dict) else None,
     )
 
@@ -178,7 +189,7 @@ class LegacyHandler:
         """The core's outcome in legacy shape."""
         if error is not None:
             if needs_capability(method, error):
-                return tool_error_result(NEEDS_ELICITATION), None
+                return tool_error_result(capability_refusal(error)), None
             return None, legacy_error(method, error)
         assert result is not None
         translated = legacy_result(method, result)
@@ -225,21 +236,48 @@ class LegacyHandler:
 
     def _call_with_rounds(self, request: Request) -> Outcome:
         rounds = 0
+        answers: dict[str, Any] = {}
+        pages: dict[str, str] = {}  # URL elicitations the client accepted: url -> id
+        deadline = delay = 0.0
         result, error = self.dispatch(request)
         while result is not None and needs_input(result):
-            if rounds == MAX_ROUNDS:
-                return too_many_rounds()
-            rounds += 1
-            request = Request(request.id, request.method, self._retry(request, result))
+            if still_on_page(result, pages):
+                # The person is on the page: retry with the same answers, backing off, while
+                # still listening to the client (its cancellation ends the call).
+                if time.monotonic() >= deadline:
+                    return page_not_completed()
+                assert self.channel is not None, "pages are only accepted through a channel"
+                self.channel.idle(max(0.0, min(delay, deadline - time.monotonic())), request.id)
+                delay = min(delay * 2, URL_MAX_POLL_S)
+            else:
+                self._announce(completed_pages(pages, result, None))
+                if rounds == MAX_ROUNDS:
+                    return too_many_rounds()
+                rounds += 1
+                asked, answers = self._ask_round(request, result)
+                pages = accepted_pages(asked, answers)
+                deadline, delay = time.monotonic() + URL_WAIT_S, URL_FIRST_POLL_S
+            params = retry_params(request.params, result, answers)
+            request = Request(request.id, request.method, params)
             result, error = self.dispatch(request)
+        self._announce(completed_pages(pages, result, error))
         return after_rounds(rounds, result, error)
 
-    def _retry(self, request: Request, required: dict[str, Any]) -> dict[str, Any]:
-        """Ask the client every embedded input request; the original params plus answers."""
+    def _announce(self, completed: list[str]) -> None:
+        """`notifications/elicitation/complete` for each page the person completed."""
+        for elicitation_id in completed:
+            assert self.channel is not None, "pages are only accepted through a channel"
+            self.channel.writer.write(dump(elicitation_complete(elicitation_id)))
+
+    def _ask_round(
+        self, request: Request, required: dict[str, Any]
+    ) -> tuple[list[Question], dict[str, Any]]:
+        """Ask the client every embedded input request; what was asked and the answers."""
         channel = self.channel
         assert channel is not None, "only a stdio session asks through a channel"
+        asked = questions(self.session.version, required, channel.new_id)
         responses: dict[str, Any] = {}
-        for key, method, message in questions(self.session.version, required, channel.new_id):
+        for key, method, message in asked:
             try:
                 response = channel.ask(message, request.id)
             except RequestCancelled:
@@ -248,4 +286,4 @@ class LegacyHandler:
             answer = input_response(method, response)
             if answer is not None:
                 responses[key] = answer
-        return retry_params(request.params, required, responses)
+        return asked, responses

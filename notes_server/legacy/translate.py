@@ -42,6 +42,12 @@ NEEDS_ELICITATION = (
     "nothing was changed. Ask the user to perform this action in a client that supports MCP "
     "elicitation, or to do it by hand."
 )
+NEEDS_URL_ELICITATION = (
+    "This action must be approved by the user on a web page of this server, but this client "
+    "does not support URL-mode elicitation (it did not declare the elicitation capability with "
+    "url mode in initialize), so nothing was changed. Ask the user to perform this action in "
+    "a client that supports MCP URL elicitation."
+)
 TOO_MANY_ROUNDS = (
     "The confirmation did not complete after {rounds} rounds of questions, so nothing was "
     "changed. Call the tool again to start over."
@@ -74,11 +80,12 @@ def negotiate(requested: str) -> str:
     return requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
 
 
-def modern_capabilities(declared: dict[str, Any]) -> dict[str, Any]:
+def modern_capabilities(declared: dict[str, Any], version: str = LATEST_LEGACY) -> dict[str, Any]:
     """Map `initialize` capabilities to the per-request 2026-07-28 shape.
 
     `roots: {listChanged}` becomes `roots: {}`; `elicitation: {}` stays `{}` (form only);
-    `tasks` (core in 2025-11-25, an extension now) is dropped; malformed entries are dropped.
+    `tasks` (core in 2025-11-25, an extension now) is dropped; malformed entries are dropped;
+    `url` mode, which older revisions cannot express, counts only from 2025-11-25 on.
     """
     caps: dict[str, Any] = {}
     for key in ("experimental", "sampling", "extensions"):
@@ -91,7 +98,9 @@ def modern_capabilities(declared: dict[str, Any]) -> dict[str, Any]:
         caps["elicitation"] = {
             mode: copy.deepcopy(value)
             for mode, value in elicitation.items()
-            if mode in ("form", "url") and isinstance(value, dict)
+            if mode in ("form", "url")
+            and isinstance(value, dict)
+            and (mode == "form" or version >= TITLED_ENUMS_SINCE)
         }
     return caps
 
@@ -177,6 +186,16 @@ def expired_confirmation(error: dict[str, Any]) -> bool:
 
 def needs_capability(method: str, error: dict[str, Any]) -> bool:
     return method == "tools/call" and error.get("code") == MISSING_CAPABILITY
+
+
+def capability_refusal(error: dict[str, Any]) -> str:
+    """What the model is told for -32021: URL mode or form mode, as the tool required."""
+    data = error.get("data")
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    elicitation = required.get("elicitation") if isinstance(required, dict) else None
+    if isinstance(elicitation, dict) and "url" in elicitation:
+        return NEEDS_URL_ELICITATION
+    return NEEDS_ELICITATION
 
 
 def server_request(version: str, request_id: str, embedded: dict[str, Any]) -> dict[str, Any]:

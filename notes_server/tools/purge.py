@@ -6,8 +6,10 @@ approval row, and answers `input_required` with a URL-mode elicitation pointing 
 own approval page (`notes_server.approval`) plus a state that binds the approval id and the
 set's digest. `accept` only means the person agreed to open the URL: round 2 purges only when
 the row says the page was completed by the same principal, and then, in ONE write transaction
-with the nonce claim and the audit, deletes exactly the bound notes whose versions still match
-(the rest are kept and reported). Decline and cancel change nothing but are audited.
+with the nonce claim and the audit, deletes the archived set only if it is exactly the approved
+one (same ids, same versions). If it changed, nothing is deleted: the approval is retired and a
+fresh one is asked for, whose message says what changed. Decline and cancel change nothing but
+are audited.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams, MissingCapability, StateRejected, ToolFailure
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from notes_server.security.request_state import Claims
-    from notes_server.store.approvals import Approval
+    from notes_server.store.approvals import Approval, Item
+    from notes_server.store.notes import NoteRecord
     from notes_server.tools.services import Services
 
 APPROVAL_PATH = "/approval"
@@ -60,6 +63,64 @@ def last_segment(workspace: str) -> str:
     return workspace.rstrip("/").rsplit("/", 1)[-1]
 
 
+MAX_NAMED = 5
+
+
+class SetChanged(Exception):
+    """A bound note changed while the purge transaction ran: roll it all back."""
+
+
+def items_of(found: Sequence[NoteRecord]) -> list[Item]:
+    return [(note.id, note.version, note.title) for note in found]
+
+
+def notes_delete(conn: Connection, note: NoteRecord) -> bool:
+    from notes_server.store import notes
+
+    return notes.delete_note(conn, note)
+
+
+def _named(label: str, titles: Sequence[str]) -> str:
+    shown = ", ".join(json.dumps(title, ensure_ascii=False) for title in titles[:MAX_NAMED])
+    more = f" and {len(titles) - MAX_NAMED} more" if len(titles) > MAX_NAMED else ""
+    return f"{len(titles)} {label} ({shown}{more})"
+
+
+def describe_changes(
+    conn: Connection, workspace: str, approved: Sequence[Item], current: Sequence[Item]
+) -> str:
+    """One sentence naming what changed between the approved and the current archived set:
+    counts and titles of notes newly archived, restored, deleted and edited."""
+    from notes_server.store import notes
+
+    before = {note_id: (version, title) for note_id, version, title in approved}
+    now = {note_id: (version, title) for note_id, version, title in current}
+    added = [now[i][1] for i in now if i not in before]
+    edited = [now[i][1] for i in now if i in before and now[i][0] != before[i][0]]
+    restored: list[str] = []
+    deleted: list[str] = []
+    for note_id in before:
+        if note_id not in now:
+            gone = notes.get_note(conn, workspace, note_id) is None
+            (deleted if gone else restored).append(before[note_id][1])
+    parts = [
+        _named(label, titles)
+        for label, titles in (
+            ("newly archived", added),
+            ("restored", restored),
+            ("deleted", deleted),
+            ("edited", edited),
+        )
+        if titles
+    ]
+    if not parts:
+        return "The archived notes changed while they were being purged, so nothing was deleted."
+    return (
+        "The archived notes changed since the approval: " + "; ".join(parts) + ". Nothing was "
+        "deleted."
+    )
+
+
 class PurgeNotes(ConfirmedAction):
     name = "notes_purge"
     title = "Purge archived notes"
@@ -67,7 +128,8 @@ class PurgeNotes(ConfirmedAction):
         "Permanently delete EVERY archived note in an authorized workspace. Irreversible. The "
         "user must approve on this server's own web page (URL-mode elicitation): the client "
         "must declare elicitation with url mode, open the URL for the user, then retry with "
-        "accept. Notes edited or restored after the request are kept."
+        "accept. If the archived notes change before the purge, nothing is deleted and a new "
+        "approval is asked for."
     )
     action = Action(
         tool="notes_purge",
@@ -86,7 +148,6 @@ class PurgeNotes(ConfirmedAction):
             "outcome": {"type": "string", "enum": ["purged", "declined", "cancelled"]},
             "purgedCount": {"type": "integer"},
             "purgedIds": {"type": "array", "items": {"type": "string"}},
-            "kept": {"type": "array", "items": {"type": "object"}},
         },
         "required": ["purged", "outcome"],
     }
@@ -130,32 +191,42 @@ class PurgeNotes(ConfirmedAction):
         from notes_server.store import approvals
         from notes_server.store.engine import write_tx
 
+        with write_tx(self.services.engine) as conn:
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
+            items = items_of(approvals.archived_notes(conn, workspace.uri))
+            if not items:
+                raise ToolFailure("No archived notes in this workspace: nothing to purge.")
+            payload = self.open_approval(conn, ctx, workspace.uri, items)
+        return self.ask_again(ctx, workspace.uri, payload)
+
+    def open_approval(
+        self, conn: Connection, ctx: CallContext, workspace: str, items: Sequence[Item]
+    ) -> dict[str, Any]:
+        """Store a pending approval for exactly `items`; the state payload that names it."""
+        from notes_server.store import approvals
+
         approval_id = "pa-" + secrets.token_hex(16)
         secret = secrets.token_urlsafe(32)
         now = self.services.clock()
-        with write_tx(self.services.engine) as conn:
-            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
-            found = approvals.archived_notes(conn, workspace.uri)
-            if not found:
-                raise ToolFailure("No archived notes in this workspace: nothing to purge.")
-            items = [(note.id, note.version, note.title) for note in found]
-            approvals.prune(conn, expired_before=now)
-            approvals.create(
-                conn,
-                approval_id=approval_id,
-                principal=ctx.principal,
-                workspace=workspace.uri,
-                link_hash=link_hash(secret),
-                items=items,
-                set_digest=set_digest(items),
-                now=now,
-                expires_at=now + APPROVAL_TTL,
-            )
-        payload = {"pa": approval_id, "sd": set_digest(items), "k": secret, "cnt": len(items)}
-        return self.ask_again(ctx, workspace.uri, payload)
+        approvals.prune(conn, expired_before=now)
+        approvals.create(
+            conn,
+            approval_id=approval_id,
+            principal=ctx.principal,
+            workspace=workspace,
+            link_hash=link_hash(secret),
+            items=items,
+            set_digest=set_digest(items),
+            now=now,
+            expires_at=now + APPROVAL_TTL,
+        )
+        return {"pa": approval_id, "sd": set_digest(items), "k": secret, "cnt": len(items)}
 
     def ask_again(self, ctx: CallContext, workspace: str, payload: dict[str, Any]) -> InputRequired:
-        """The URL elicitation for a pending approval (same URL on every round)."""
+        """The URL elicitation for a pending approval (same URL and message on every round).
+
+        2026-07-28 URL params are exactly {mode, message, url}: no `elicitationId` (the legacy
+        adapter adds one for 2025-11-25 clients); the approval id travels in the state."""
         state = self.services.states.issue(
             principal=ctx.principal,
             tool=self.action.tool,
@@ -170,7 +241,10 @@ class PurgeNotes(ConfirmedAction):
             f"Permanently delete {payload['cnt']} archived note(s) in {workspace}? This cannot "
             "be undone. Open the approval page on this server to review and approve them."
         )
-        params = {"mode": "url", "message": message, "url": url, "elicitationId": payload["pa"]}
+        changed = payload.get("chg")
+        if isinstance(changed, str):
+            message = f"{changed} {message}"
+        params = {"mode": "url", "message": message, "url": url}
         request = {"method": "elicitation/create", "params": params}
         return InputRequired({self.action.input_key: request}, state)
 
@@ -190,7 +264,7 @@ class PurgeNotes(ConfirmedAction):
         self, ctx: CallContext, args: dict[str, Any], claims: Claims
     ) -> ToolResult | InputRequired:
         from notes_server.store import approvals
-        from notes_server.store.engine import read_tx
+        from notes_server.store.engine import read_tx, retrying
 
         with read_tx(self.services.engine) as conn:
             approval = approvals.get(conn, claims.payload["pa"])
@@ -198,7 +272,10 @@ class PurgeNotes(ConfirmedAction):
         assert approval is not None  # check_binding refuses a missing row
         if approval.approved_at is None:
             return self.ask_again(ctx, approval.workspace, dict(claims.payload))
-        return self.purge(ctx, args, claims)
+        done = retrying(lambda: self.purge(ctx, args, claims))
+        if done is not None:
+            return done
+        return retrying(lambda: self.ask_after_change(ctx, args, claims))
 
     def check_binding(self, ctx: CallContext, approval: Approval | None, claims: Claims) -> None:
         """The row must be the one this state names, for this principal and set."""
@@ -209,50 +286,64 @@ class PurgeNotes(ConfirmedAction):
         if approval.expires_at <= self.services.clock():
             raise StateRejected("approval expired")
 
-    def purge(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult:
+    def purge(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult | None:
+        """ONE transaction: re-authorize, re-check that the archived set is exactly the
+        approved one, claim the nonce, delete, audit each note. None (everything rolled back)
+        when the set changed: nothing at all is deleted then."""
+        from notes_server.store import approvals, nonces
+        from notes_server.store.engine import write_tx
+
+        try:
+            with write_tx(self.services.engine) as conn:
+                nonces.lock(conn, claims.nonce)  # racing answers queue here first (PostgreSQL)
+                workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
+                approval = approvals.get(conn, claims.payload["pa"])
+                self.check_binding(ctx, approval, claims)
+                assert approval is not None and approval.approved_at is not None
+                found = approvals.archived_notes(conn, workspace.uri)
+                if sorted(items_of(found)) != sorted(approval.items):
+                    return None
+                now = self.services.clock()
+                ids = [note.id for note in found]
+                result = self.finished("purged", purgedCount=len(ids), purgedIds=ids)
+                self.claim(conn, ctx, claims, "purged", claims.payload["sd"], result, now)
+                self.services.checkpoint("purge.claimed")
+                for note in found:
+                    if not notes_delete(conn, note):
+                        raise SetChanged  # changed under us (PostgreSQL): undo every delete
+                    self.audit(conn, ctx, workspace.uri, "purged", note, claims, note.title, now)
+                approvals.discard(conn, approval.id)
+        except SetChanged:
+            return None
+        return result
+
+    def ask_after_change(
+        self, ctx: CallContext, args: dict[str, Any], claims: Claims
+    ) -> ToolResult | InputRequired:
+        """The archived set is not the approved one: retire the approval and its state (the
+        nonce is claimed as "changed"), and ask again with a fresh approval that says what
+        changed. Nothing is deleted."""
         from notes_server.store import approvals, nonces
         from notes_server.store.engine import write_tx
 
         with write_tx(self.services.engine) as conn:
-            nonces.lock(conn, claims.nonce)  # racing answers queue here first (PostgreSQL)
+            nonces.lock(conn, claims.nonce)
             workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
             approval = approvals.get(conn, claims.payload["pa"])
             self.check_binding(ctx, approval, claims)
-            assert approval is not None and approval.approved_at is not None
+            assert approval is not None
+            items = items_of(approvals.archived_notes(conn, workspace.uri))
+            summary = describe_changes(conn, workspace.uri, approval.items, items)
             now = self.services.clock()
-            purged, kept = self.delete_unchanged(conn, ctx, workspace.uri, approval, claims, now)
-            result = self.finished("purged", purgedCount=len(purged), purgedIds=purged, kept=kept)
-            self.claim(conn, ctx, claims, "purged", claims.payload["sd"], result, now)
-            self.services.checkpoint("purge.claimed")
+            self.claim(conn, ctx, claims, "changed", None, None, now)
+            title = f"purge of {len(approval.items)} archived note(s): set changed"
+            self.audit(conn, ctx, workspace.uri, "changed", None, claims, title, now)
             approvals.discard(conn, approval.id)
-        return result
-
-    def delete_unchanged(
-        self,
-        conn: Connection,
-        ctx: CallContext,
-        workspace: str,
-        approval: Approval,
-        claims: Claims,
-        now: datetime,
-    ) -> tuple[list[str], list[dict[str, Any]]]:
-        """Delete each bound note still archived at its bound version; report the others."""
-        from notes_server.store import notes
-
-        purged: list[str] = []
-        kept: list[dict[str, Any]] = []
-        for note_id, version, title in approval.items:
-            note = notes.get_note(conn, workspace, note_id)
-            if note is None:
-                kept.append({"noteId": note_id, "title": title, "reason": "gone"})
-            elif not note.archived:
-                kept.append({"noteId": note_id, "title": note.title, "reason": "restored"})
-            elif note.version != version or not notes.delete_note(conn, note):
-                kept.append({"noteId": note_id, "title": note.title, "reason": "changed"})
-            else:
-                purged.append(note_id)
-                self.audit(conn, ctx, workspace, "purged", note, claims, note.title, now)
-        return purged, kept
+            payload = self.open_approval(conn, ctx, workspace.uri, items) if items else None
+        if payload is None:
+            raise ToolFailure(f"{summary} No archived notes are left to purge.")
+        payload["chg"] = summary
+        return self.ask_again(ctx, workspace.uri, payload)
 
     def close(
         self, ctx: CallContext, args: dict[str, Any], claims: Claims, outcome: str

@@ -59,6 +59,29 @@ def serves_without_credential(route: BaseRoute) -> bool:
     return getattr(route, "serves_without_credential", False) is True
 
 
+def same_origin_forms(route: BaseRoute) -> bool:
+    """An extension's route serving its own HTML forms (`same_origin_forms = True`): a POST
+    from its own origin passes the Origin check without `--allow-origin`."""
+    return getattr(route, "same_origin_forms", False) is True
+
+
+def lend_authenticator(routes: Sequence[BaseRoute], auth: Authenticator) -> None:
+    """Routes that sign a person in with a credential typed into a page (`use_authenticator`)
+    check it with the same authenticator as `/mcp`, so every credential the server accepts
+    works there (stored tokens, JWTs). Not under `--auth none`, which accepts anything: such
+    routes keep their own stricter check."""
+    if not auth.requires_credentials:
+        return
+
+    def verify(credential: str) -> str | None:
+        return auth.principal_for([f"Bearer {credential}"])
+
+    for route in routes:
+        hook = getattr(route, "use_authenticator", None)
+        if callable(hook):
+            hook(verify)
+
+
 def build_http_app(
     server: McpServer,
     auth: Authenticator,
@@ -81,9 +104,11 @@ def build_http_app(
     public = frozenset(
         getattr(route, "path", "") for route in routes if serves_without_credential(route)
     )
+    forms = frozenset(getattr(route, "path", "") for route in routes if same_origin_forms(route))
+    lend_authenticator(routes, auth)
     middleware = [
         Middleware(ErrorMiddleware),
-        Middleware(OriginHostGuard, http=http),
+        Middleware(OriginHostGuard, http=http, same_origin_paths=forms),
         Middleware(CorsMiddleware, origin_allowed=OriginPolicy(http), routes=routes),
         Middleware(AuthMiddleware, auth=auth, http=http, threads=pool, public_paths=public),
         Middleware(BodyLimitMiddleware, limit=http.max_body_bytes),
@@ -102,6 +127,6 @@ def build_http_app(
         exception_handlers={HTTPException: http_exception},
         lifespan=lifespan,
     )
-    if MCP_PATH in public:  # an extension serving `/mcp` without credentials: no shortcut
+    if MCP_PATH in public or MCP_PATH in forms:  # an extension's own rules for `/mcp`
         return app
     return McpPostFastPath(app, endpoint, PrincipalLookup(auth, http, pool), http)

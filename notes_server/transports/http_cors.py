@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from notes_server.transports.http_guard import SAME_ORIGIN_KEY
 from notes_server.transports.http_responses import error_response
 
 ALLOW_HEADERS = (
@@ -43,7 +44,7 @@ class CorsMiddleware:
             return
         headers = Headers(scope=scope)
         origin = headers.get("origin")
-        if origin is None:
+        if origin is None or scope.get(SAME_ORIGIN_KEY) is True:
             await self.app(scope, receive, send)
             return
         if not self.origin_allowed(origin):  # the guard refused it already: fail closed anyway

@@ -6,6 +6,12 @@ stop both: a present `Origin` must be allowed (loopback origins for a loopback b
 configured with `--allow-origin`), and for a loopback bind the `Host` must name the loopback
 interface. A refused request gets 403 and learns nothing about the server. This is the first
 check after the error middleware: nothing else (CORS, authentication) runs for a refused request.
+
+A route that serves its own HTML forms (the purge approval page) is also reached from its own
+origin: there an `Origin` whose host[:port] is exactly the request's `Host` passes without
+`--allow-origin` (the scheme may differ behind a TLS proxy). A page on another site still sends
+its own origin and is refused; a rebound name would be a different site to the browser, which
+keeps the page's SameSite=Strict session cookie from it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from notes_server.transports.http_responses import error_response
 # list, no spaces: anything else is refused rather than half-parsed.
 _HOST = r"(?P<host>[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::(?P<port>[0-9]{1,5}))?"
 _HOST_VALUE = re.compile(_HOST)
+SAME_ORIGIN_KEY = "notes_same_origin_form"
 _ORIGIN_VALUE = re.compile(r"(?P<scheme>https?)://" + _HOST + "/?")
 
 
@@ -65,6 +72,14 @@ def origin_host(value: str) -> str | None:
     return _parsed(_ORIGIN_VALUE, value)
 
 
+def same_origin(origin: str, hosts: Sequence[str]) -> bool:
+    """The `Origin` names exactly the one `Host` this request was sent to (host and port)."""
+    if len(hosts) != 1 or origin_host(origin) is None or host_name(hosts[0]) is None:
+        return False
+    authority = origin.lower().rstrip("/").split("://", 1)[1]
+    return authority == hosts[0].strip().lower()
+
+
 class OriginPolicy:
     """Whether an `Origin` may call: configured with `--allow-origin`, or loopback on a loopback
     bind. Shared by the guard (403) and CORS (which origins get CORS headers)."""
@@ -92,10 +107,18 @@ class HostOriginCheck:
         public = urlsplit(http.public_url or "").hostname
         self.public_host = public.lower() if public else None
 
-    def problem(self, hosts: Sequence[str], origins: Sequence[str]) -> str | None:
+    def problem(
+        self, hosts: Sequence[str], origins: Sequence[str], own_forms: bool = False
+    ) -> str | None:
+        """Why the request is refused (403), or None; `own_forms`: the path serves its own
+        HTML forms, so an Origin naming exactly this request's Host passes too."""
         if self.loopback and not self.host_allowed(hosts):
             return "Forbidden: Host not allowed"
-        if origins and (len(origins) > 1 or not self.origin_allowed(origins[0])):
+        if not origins:
+            return None
+        if len(origins) == 1 and own_forms and same_origin(origins[0], hosts):
+            return None
+        if len(origins) > 1 or not self.origin_allowed(origins[0]):
             return "Forbidden: Origin not allowed"
         return None
 
@@ -109,17 +132,25 @@ class HostOriginCheck:
 
 
 class OriginHostGuard:
-    def __init__(self, app: ASGIApp, http: HttpSettings) -> None:
+    def __init__(
+        self, app: ASGIApp, http: HttpSettings, same_origin_paths: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
+        self.same_origin_paths = same_origin_paths
         self.check = HostOriginCheck(http)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            problem = self.problem(Headers(scope=scope))
+            headers = Headers(scope=scope)
+            own_forms = scope["path"] in self.same_origin_paths
+            problem = self.problem(headers, own_forms)
             if problem is not None:
                 await error_response(403, problem)(scope, receive, send)
                 return
+            origins = headers.getlist("origin")
+            if own_forms and origins and same_origin(origins[0], headers.getlist("host")):
+                scope[SAME_ORIGIN_KEY] = True  # CORS has nothing to add to a same-origin POST
         await self.app(scope, receive, send)
 
-    def problem(self, headers: Headers) -> str | None:
-        return self.check.problem(headers.getlist("host"), headers.getlist("origin"))
+    def problem(self, headers: Headers, own_forms: bool = False) -> str | None:
+        return self.check.problem(headers.getlist("host"), headers.getlist("origin"), own_forms)

@@ -12,6 +12,7 @@ reader while it handles one and may write extra lines (the 2025-11-25 adapter in
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import BinaryIO, Final, Protocol
 
@@ -44,6 +45,29 @@ class LineReader:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+
+    def fileno(self) -> int | None:
+        """The descriptor to wait on with a timeout, or None when the stream has none."""
+        try:
+            return self._stream.fileno()
+        except (OSError, ValueError):  # io.UnsupportedOperation is both
+            return None
+
+    def read_ahead(self) -> bool:
+        """Whether bytes already wait in the stream's buffer (read ahead with an earlier
+        line), which waiting on the descriptor would not see. Never blocks."""
+        peek = getattr(self._stream, "peek", None)
+        fileno = self.fileno()
+        if peek is None or fileno is None:
+            return False
+        os.set_blocking(fileno, False)
+        try:
+            waiting = peek(1)
+        except BlockingIOError:
+            waiting = b""
+        finally:
+            os.set_blocking(fileno, True)
+        return bool(waiting)
 
     def next_frame(self) -> Frame | None:
         while True:

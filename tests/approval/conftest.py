@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "transports"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "legacy"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from http_support import LOOPBACK_URL

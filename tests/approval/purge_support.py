@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from http_support import rpc
@@ -20,6 +20,23 @@ from notes_server.tools.services import utc_now
 WS = "file:///home/alice/projects/garden"
 URL_CAPS: dict[str, Any] = {"elicitation": {"url": {}}}
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+CODE = re.compile(r"approval code for purge request (pa-[0-9a-f]+): ([A-Z2-9]{5}-[A-Z2-9]{5})")
+
+
+class Stderr(Protocol):
+    def stderr_text(self) -> str: ...
+
+
+def approval_of(url: str) -> str:
+    """The approval id the link names (its `a` parameter)."""
+    return parse_qs(urlsplit(url).query)["a"][0]
+
+
+def code_for(server: Stderr, approval: str) -> str:
+    """The code a stdio server printed for `approval` (written before the link's redirect)."""
+    found = [m.group(2) for m in CODE.finditer(server.stderr_text()) if m.group(1) == approval]
+    assert len(found) == 1, server.stderr_text()
+    return found[0]
 
 
 @dataclass
@@ -127,3 +144,17 @@ def approve(browser: httpx.Client, url: str, token: str, typed: str = "garden") 
     page = browser.get("/approval")
     assert page.status_code == 200, page.text
     return form_post(browser, {"csrf": csrf_of(page), "confirm": typed})
+
+
+def approve_with_code(server: Stderr, url: str, typed: str = "garden") -> httpx.Response:
+    """The page flow on a stdio server's loopback listener, signed in with the code from its
+    stderr; returns the confirm answer."""
+    origin = f"http://127.0.0.1:{urlsplit(url).port}"
+    with httpx.Client(base_url=origin, timeout=30) as browser:
+        assert open_link(browser, url).status_code == 303
+        login = browser.get("/approval")
+        code = code_for(server, approval_of(url))
+        signed = form_post(browser, {"csrf": csrf_of(login), "token": code})
+        assert signed.status_code == 303, signed.text
+        page = browser.get("/approval")
+        return form_post(browser, {"csrf": csrf_of(page), "confirm": typed})

@@ -43,7 +43,7 @@ def assert_locked_down(response: httpx.Response) -> None:
     assert "form-action 'self'" in csp
     assert response.headers["x-frame-options"] == "DENY"
     assert response.headers["cache-control"] == "no-store"
-    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["referrer-policy"] == "same-origin"
     assert "<script" not in response.text.lower()
 
 

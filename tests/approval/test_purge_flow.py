@@ -77,9 +77,9 @@ def test_round_one_is_a_url_elicitation_for_the_servers_own_page(
     request = result["inputRequests"]["purge_approval"]
     assert request["method"] == "elicitation/create"
     params = request["params"]
+    assert set(params) == {"mode", "message", "url"}  # 2026-07-28: no elicitationId
     assert params["mode"] == "url"
-    assert "requestedSchema" not in params
-    assert params["url"].startswith("http://127.0.0.1:8765/approval?a=" + params["elicitationId"])
+    assert params["url"].startswith("http://127.0.0.1:8765/approval?a=pa-")
     assert "1 archived note" in params["message"] and WS in params["message"]
     assert isinstance(result["requestState"], str) and result["requestState"]
 
@@ -101,7 +101,6 @@ def test_approval_then_accept_purges_exactly_the_bound_set(
     old = [add_note(migrated_engine, f"old{i}.md", f"Old {i}", archived=True) for i in range(3)]
     live = add_note(migrated_engine, "live.md", "Live", archived=False)
     first = round_of(purge(client, alice))
-    later = add_note(migrated_engine, "later.md", "Archived after round 1", archived=True)
 
     approved = approve(browser, first.url, alice)
     final = round_of(purge(client, alice, answer="accept", state=first.state)).result
@@ -111,9 +110,11 @@ def test_approval_then_accept_purges_exactly_the_bound_set(
     structured = final["structuredContent"]
     assert structured["purged"] is True and structured["outcome"] == "purged"
     assert sorted(structured["purgedIds"]) == sorted(note.id for note in old)
-    assert structured["purgedCount"] == 3 and structured["kept"] == []
-    assert live_ids(migrated_engine) == {live.id, later.id}
+    assert structured["purgedCount"] == 3
+    assert live_ids(migrated_engine) == {live.id}
     assert sorted(audit_outcomes(migrated_engine)) == sorted(("purged", n.id) for n in old)
+    with read_tx(migrated_engine) as conn:
+        assert conn.execute(text("SELECT count(*) FROM purge_approvals")).scalar() == 0
 
 
 def test_accept_before_the_page_is_completed_asks_again_with_the_same_url(
@@ -132,26 +133,85 @@ def test_accept_before_the_page_is_completed_asks_again_with_the_same_url(
     assert live_ids(migrated_engine) == {note.id}
 
 
-def test_a_note_edited_or_restored_after_round_one_is_kept_and_reported(
+CHANGES = {
+    "newly-archived": '1 newly archived ("Later")',
+    "restored": '1 restored ("Other")',
+    "deleted": '1 deleted ("Other")',
+    "edited": '1 edited ("Other")',
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHANGES))
+def test_a_changed_archived_set_deletes_nothing_and_asks_again_saying_what_changed(
+    client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine, case: str
+) -> None:
+    kept = add_note(migrated_engine, "kept.md", "Kept", archived=True)
+    other = add_note(migrated_engine, "other.md", "Other", archived=True)
+    first = round_of(purge(client, alice))
+    assert approve(browser, first.url, alice).status_code == 200
+    later = add_note(migrated_engine, "later.md", "Later", archived=case == "newly-archived")
+    with write_tx(migrated_engine) as conn:
+        if case == "restored":
+            assert notes.update_fields(conn, other, now=utc_now(), archived=False) is not None
+        elif case == "deleted":
+            assert notes.delete_note(conn, other)
+        else:
+            assert notes.update_fields(conn, other, now=utc_now(), body="new") is not None
+    before = live_ids(migrated_engine)
+
+    again = round_of(purge(client, alice, answer="accept", state=first.state))
+    replay = purge(client, alice, answer="accept", state=first.state)
+
+    assert live_ids(migrated_engine) == before  # nothing deleted
+    assert again.result["resultType"] == "input_required"
+    params = again.result["inputRequests"]["purge_approval"]["params"]
+    assert params["mode"] == "url" and again.url != first.url  # a fresh approval
+    assert CHANGES[case] in params["message"] and "Nothing was deleted" in params["message"]
+    left = 1 if case in ("restored", "deleted") else 2
+    assert f"Permanently delete {left + (case == 'newly-archived')} archived" in params["message"]
+    assert replay.json()["error"] == {"code": -32602, "message": STATE_REJECTED}
+    assert audit_outcomes(migrated_engine) == [("changed", None)]
+    with read_tx(migrated_engine) as conn:  # the old approval is retired, the new one pending
+        pending = conn.execute(text("SELECT count(*) FROM purge_approvals")).scalar()
+    assert pending == 1
+    assert kept.id in live_ids(migrated_engine)
+    assert later.id in live_ids(migrated_engine)
+
+
+def test_the_fresh_approval_after_a_change_purges_the_new_set(
     client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine
 ) -> None:
-    gone = add_note(migrated_engine, "gone.md", "Gone", archived=True)
-    edited = add_note(migrated_engine, "edited.md", "Edited", archived=True)
-    restored = add_note(migrated_engine, "restored.md", "Restored", archived=True)
+    add_note(migrated_engine, "old.md", "Old", archived=True)
     first = round_of(purge(client, alice))
-    with write_tx(migrated_engine) as conn:
-        assert notes.update_fields(conn, edited, now=utc_now(), body="new") is not None
-        assert notes.update_fields(conn, restored, now=utc_now(), archived=False) is not None
-
     assert approve(browser, first.url, alice).status_code == 200
+    add_note(migrated_engine, "later.md", "Later", archived=True)
+    again = round_of(purge(client, alice, answer="accept", state=first.state))
+
+    second_browser = TestClient(client.app, base_url=str(client.base_url))
+    assert approve(second_browser, again.url, alice).status_code == 200
+    final = round_of(purge(client, alice, answer="accept", state=again.state)).result
+
+    assert final["structuredContent"]["purgedCount"] == 2
+    assert live_ids(migrated_engine) == set()
+
+
+def test_a_set_emptied_after_approval_is_a_tool_error_and_deletes_nothing(
+    client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine
+) -> None:
+    note = add_note(migrated_engine, "old.md", "Old", archived=True)
+    first = round_of(purge(client, alice))
+    assert approve(browser, first.url, alice).status_code == 200
+    with write_tx(migrated_engine) as conn:
+        assert notes.update_fields(conn, note, now=utc_now(), archived=False) is not None
+
     final = round_of(purge(client, alice, answer="accept", state=first.state)).result
 
-    structured = final["structuredContent"]
-    assert structured["purgedIds"] == [gone.id]
-    assert sorted((k["noteId"], k["reason"]) for k in structured["kept"]) == sorted(
-        [(edited.id, "changed"), (restored.id, "restored")]
+    assert final["isError"] is True
+    assert final["content"][0]["text"] == (
+        'The archived notes changed since the approval: 1 restored ("Old"). Nothing was '
+        "deleted. No archived notes are left to purge."
     )
-    assert live_ids(migrated_engine) == {edited.id, restored.id}
+    assert live_ids(migrated_engine) == {note.id}
 
 
 def test_a_replayed_accept_is_refused_and_deletes_nothing_more(

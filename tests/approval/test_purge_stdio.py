@@ -4,7 +4,6 @@ signs in with the one-time code the server printed on its stderr."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,23 +11,23 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from helpers import ServerProcess
-from purge_support import URL_CAPS, WS, add_note, csrf_of, form_post, open_link
+from purge_support import (
+    URL_CAPS,
+    WS,
+    add_note,
+    approval_of,
+    code_for,
+    csrf_of,
+    form_post,
+    open_link,
+)
 from sqlalchemy import Engine, text
-
-CODE = re.compile(r"approval code for purge request (pa-[0-9a-f]+): ([A-Z2-9]{5}-[A-Z2-9]{5})")
 
 
 def call_purge(server: ServerProcess, **extra: Any) -> dict[str, Any]:
     params = {"name": "notes_purge", "arguments": {"workspaceUri": WS}, **extra}
     reply: dict[str, Any] = server.request("tools/call", params, caps=URL_CAPS)
     return reply
-
-
-def code_for(server: ServerProcess, approval: str) -> str:
-    """The code the server printed for `approval` (written before the link's redirect)."""
-    found = [m.group(2) for m in CODE.finditer(server.stderr_text()) if m.group(1) == approval]
-    assert len(found) == 1, server.stderr_text()
-    return found[0]
 
 
 @pytest.fixture
@@ -52,7 +51,7 @@ def test_a_stdio_purge_is_approved_on_a_loopback_page_with_the_code_from_stderr(
 
     with httpx.Client(base_url=f"http://127.0.0.1:{url.port}", timeout=30) as browser:
         assert open_link(browser, params["url"]).status_code == 303
-        code = code_for(server, params["elicitationId"])
+        code = code_for(server, approval_of(params["url"]))
         login = browser.get("/approval")
         assert 'name="token"' in login.text and "nst_" not in login.text
         signed = form_post(browser, {"csrf": csrf_of(login), "token": code})
@@ -80,7 +79,7 @@ def test_a_wrong_code_is_refused_and_five_burn_it(
 
     with httpx.Client(base_url=origin, timeout=30) as browser:
         open_link(browser, params["url"])
-        code = code_for(server, params["elicitationId"])
+        code = code_for(server, approval_of(params["url"]))
         csrf = csrf_of(browser.get("/approval"))
         wrong = [form_post(browser, {"csrf": csrf, "token": "AAAAA-AAAAA"}) for _ in range(5)]
         late = form_post(browser, {"csrf": csrf, "token": code})
