@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
-from notes_server.legacy.translate import is_modern
 from notes_server.protocol.envelope import DecodeFailure, decode
+from notes_server.protocol.meta import names_version
 from notes_server.transports.http_auth import PrincipalLookup, base_url_for, unauthorized
 from notes_server.transports.http_cors import EXPOSE_HEADERS
 from notes_server.transports.http_endpoint import MCP_PATH, McpEndpoint, media_problem_for
@@ -179,7 +179,7 @@ class McpPostFastPath:
             message = decode(body)
         except DecodeFailure:
             message = None
-        if message is None or not is_modern(message.params) or PROGRESS_MARKER in body:
+        if message is None or not names_version(message.params) or PROGRESS_MARKER in body:
             replayed = _replay(body, receive)
             return lambda scope, _receive, send: self.fallback(scope, replayed, send)
         headers = {
