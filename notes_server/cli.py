@@ -101,7 +101,8 @@ def migrate(db: str | None) -> None:
     show_default=True,
     help="Confine the process with Linux Landlock and seccomp (writes only to the database "
     "and its -wal/-shm; no metadata changes; no sockets for stdio on embedded SQLite, no "
-    "outgoing TCP for HTTP). `require` refuses to serve without it.",
+    "outgoing TCP for HTTP; with mirrored folders, reads only of those, the database and "
+    "Python's own files). `require` refuses to serve without it.",
 )
 @click.option(
     "--tools-module",
@@ -149,7 +150,7 @@ def serve(
     # Landlock and seccomp bind only the threads created after them.
     # The purge approval page's socket is bound (not listened on) before confinement.
     approvals = LoopbackApprovals.bind()
-    confinement = confine_serving(settings, transport=transport)
+    confinement = confine_serving(settings, transport=transport, principal=settings.principal)
     services = Services(settings)
     approvals.attach(services, settings.principal)
     server = create_app(settings, services, page_base=approvals.base)

@@ -13,7 +13,8 @@ from notes_server.errors import UriError
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--db", default=None, metavar="URL", help="Database URL.")
 def audit(workspace: str | None, principal: str | None, limit: int, db: str | None) -> None:
-    """List deletes, archives and declined confirmations (time, principal, tool, note, outcome)."""
+    """List deletes, archives, declined confirmations and what `sync` deleted or kept (time,
+    principal, tool, outcome, note, workspace, then the note's path when known)."""
     from notes_server.cli_database import open_database
     from notes_server.security.uri import canonical_workspace
     from notes_server.store import audit as audit_log
@@ -31,6 +32,8 @@ def audit(workspace: str | None, principal: str | None, limit: int, db: str | No
         click.echo("no audited actions")
     for row in rows:
         note = f"{row.note_id} {row.note_title!r}" if row.note_id else f"(title {row.note_title!r})"
+        path = "" if row.note_path is None else f"\t{row.note_path}"
         click.echo(
             f"{iso(row.at)}\t{row.principal}\t{row.tool}\t{row.outcome}\t{note}\t{row.workspace}"
+            f"{path}"
         )

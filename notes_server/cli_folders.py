@@ -29,8 +29,9 @@ def _common(func: Any) -> Any:
         type=click.Choice(["auto", "require", "off"]),
         default="auto",
         show_default=True,
-        help="Confine with Landlock and seccomp: writes only to the database and (export, "
-        "sync) beneath DIRECTORY. `require` refuses to run without it.",
+        help="Confine with Landlock and seccomp: reads only of DIRECTORY, the database and "
+        "Python's own files; writes only to the database and (export, sync) beneath DIRECTORY. "
+        "`require` refuses to run without it.",
     )(func)
     func = click.option("--db", default=None, metavar="URL", help=DB_HELP)(func)
     func = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")(func)
@@ -105,9 +106,12 @@ def _progress(label: str, as_json: bool) -> Iterator[Progress | None]:
         yield _Bar(label, stack)
 
 
-def _confine(mode: str, db: str | None, writable: tuple[str, ...]) -> None:
+def _confine(
+    mode: str, db: str | None, writable: tuple[str, ...] = (), readable: tuple[str, ...] = ()
+) -> None:
     """Confine this process once the folder and the database are open: the kernel then
-    refuses any write but the database's and (export, sync) those beneath the folder."""
+    refuses any write but the database's and (export, sync) those beneath the folder, and any
+    read but the folder's (import: read only), the database's and the interpreter's own."""
     from pathlib import Path
 
     from notes_server.config import build_settings
@@ -115,8 +119,9 @@ def _confine(mode: str, db: str | None, writable: tuple[str, ...]) -> None:
 
     settings = build_settings(db=db)
     folders = tuple(Path(os.path.realpath(path)) for path in writable)
+    reads = tuple(Path(os.path.realpath(path)) for path in readable)
     try:
-        confine(mode, policy_for_folder(settings.sqlite_path, folders))
+        confine(mode, policy_for_folder(settings.sqlite_path, folders, reads=reads))
     except SandboxUnavailable as exc:
         raise StartupFailure(f"--sandbox require: {exc}") from None
 
@@ -163,7 +168,7 @@ def import_(
         open_database(db) as engine,
         _progress("importing", as_json) as progress,
     ):
-        _confine(sandbox, db, ())
+        _confine(sandbox, db, readable=(directory,))
         summary = import_folder(engine, fd, workspace, options, progress)
     _report(summary, as_json, dry_run=dry_run)
 
@@ -199,6 +204,12 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool, sa
     help="With --watch: seconds between reconciles when no file changes (store-side edits).",
 )
 @click.option("--poll", is_flag=True, help="With --watch: poll (network or FUSE filesystems).")
+@click.option(
+    "--principal",
+    default=None,
+    help="Who the audit log names for the deletions and conflicts of this sync (default: "
+    "$NOTES_SERVER_PRINCIPAL, else your login name).",
+)
 def sync(
     directory: str,
     workspace_uri: str,
@@ -207,21 +218,37 @@ def sync(
     watch: bool,
     interval: float,
     poll: bool,
+    principal: str | None,
     sandbox: str,
 ) -> None:
     """Two-way sync between the workspace and DIRECTORY; both-sides edits keep both copies."""
     from notes_server.cli_database import open_database
+    from notes_server.config import build_settings
     from notes_server.folders.sync import sync_folder
     from notes_server.tools.services import utc_now
 
     workspace = _workspace(workspace_uri)
+    actor = build_settings(db=db, principal=principal).principal
     with _folder(directory, create=True) as fd, open_database(db) as engine:
         folder = os.path.realpath(directory)
         _confine(sandbox, db, (directory,))
         if not watch:
-            _report(sync_folder(engine, fd, workspace, folder, utc_now()), as_json)
+            with _progress("syncing", as_json) as progress:
+                summary = sync_folder(
+                    engine, fd, workspace, folder, utc_now(), actor=actor, progress=progress
+                )
+            _report(summary, as_json)
             return
-        _watch(engine, fd, workspace, folder, as_json=as_json, interval=interval, poll=poll)
+        _watch(
+            engine,
+            fd,
+            workspace,
+            folder,
+            as_json=as_json,
+            interval=interval,
+            poll=poll,
+            actor=actor,
+        )
 
 
 def _watch(
@@ -233,6 +260,7 @@ def _watch(
     as_json: bool,
     interval: float,
     poll: bool,
+    actor: str,
 ) -> None:
     from notes_server.folders.watch import WatchUnavailable, watch_folder
     from notes_server.tools.services import utc_now
@@ -252,6 +280,7 @@ def _watch(
             report=report,
             interval=interval,
             poll=poll,
+            actor=actor,
         )
     except WatchUnavailable as exc:
         raise StartupFailure(str(exc)) from None
@@ -283,3 +312,5 @@ def mirror(principal: str, workspace_uri: str, directory: str, db: str | None) -
         created = folders.set_mirror(conn, principal, workspace.uri, folder, utc_now())
     verb = "mirrored" if created else "updated"
     click.echo(f"{verb}: notes_import for {principal} on {workspace.uri} reads {folder}")
+    # A server confines its reads to the folders mirrored when it started.
+    click.echo("a running server reads it after a restart")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -89,7 +90,9 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
         raise StartupFailure(str(exc)) from None
     ensure_schema(settings)
     # Before uvicorn imports the app or starts any thread or worker (workers inherit it).
-    confinement = confine_serving(settings, transport="http")
+    # Reads (when mirrors confine them) keep the JWKS file, which the app loads later.
+    jwks = (Path(http.jwt_jwks),) if http.jwt_jwks else ()
+    confinement = confine_serving(settings, transport="http", principal=None, extra_reads=jwks)
     who = f"principal {settings.principal}" if http.auth == "none" else "principal from tokens"
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | {who} | "

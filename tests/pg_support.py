@@ -73,6 +73,10 @@ def _drop_stale() -> None:
             _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def database_exists(name: str) -> bool:
+    return bool(_admin(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"))
+
+
 def reachable() -> str | None:
     """None if the server answers, else why not (for the skip/fail message)."""
     try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -45,8 +47,48 @@ def test_quick_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> None:
     for measured in ("Cold start", "Lock-step", "Pipelined", "Confirmed delete", "Search"):
         assert measured in report, f"BENCHMARKS.md has no {measured!r} results"
     assert "HTTP" in report  # measured, or recorded as not available
+    assert "PostgreSQL" in report  # measured, or recorded as skipped
     plot = (out / "latency.png").read_bytes()
     assert plot.startswith(b"\x89PNG"), "latency.png is not a PNG"
+
+
+@needs_bench_extra
+def test_the_postgresql_section_says_it_was_skipped_when_no_server_answers(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    out = tmp_path / "out"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench"),
+            "--quick",
+            "--only",
+            "pg",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "NOTES_BENCH_PG_URL": f"postgresql+psycopg://postgres@127.0.0.1:{closed}/postgres",
+        },
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = (out / "BENCHMARKS.md").read_text(encoding="utf-8")
+    skipped = (
+        f"PostgreSQL section skipped: PostgreSQL at 127.0.0.1:{closed}/postgres is not reachable"
+    )
+    assert skipped in report
+    assert skipped in completed.stderr
+    assert "### PostgreSQL beside SQLite" not in report  # no table of figures
 
 
 def test_the_runtime_package_imports_no_benchmark_dependency() -> None:

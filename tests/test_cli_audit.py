@@ -54,9 +54,13 @@ ARCHIVED = AuditRecord(
     nonce="3" * 32,
 )
 
-LINE_DELETED = f"2026-08-01T09:00:00Z\talice\tnotes_delete\tdeleted\tnote_aaaa 'TPS report'\t{WS}"
+LINE_DELETED = (
+    f"2026-08-01T09:00:00Z\talice\tnotes_delete\tdeleted\tnote_aaaa 'TPS report'\t{WS}\ta.md"
+)
 LINE_DECLINED = f"2026-08-01T11:00:00Z\talice\tnotes_delete\tdeclined\t(title 'tps report')\t{WS}"
-LINE_ARCHIVED = f"2026-08-01T10:00:00Z\tbob\tnotes_archive\tarchived\tnote_cccc 'Plans'\t{OTHER}"
+LINE_ARCHIVED = (
+    f"2026-08-01T10:00:00Z\tbob\tnotes_archive\tarchived\tnote_cccc 'Plans'\t{OTHER}\tplans.md"
+)
 
 
 def make_db(tmp_path: Path, *rows: AuditRecord) -> str:

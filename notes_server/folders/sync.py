@@ -6,6 +6,10 @@ content) keeps both: the database version stays at the path and the file's versi
 "(conflict)" note and file next to it. A deletion propagates only when the other side is
 unchanged; otherwise the survivor is kept. A file that disappeared while a new file with its
 exact content appeared is a rename. Nothing is ever lost.
+
+Every deletion a sync propagates (either way), every survivor it keeps instead and every
+conflict copy it makes is written to the audit log, with the actor, "sync" as the tool and the
+note's id, title and path, in the same transaction as the change.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import TYPE_CHECKING
 from notes_server.folders.exporter import export_note
 from notes_server.folders.importer import alternative, drafts
 from notes_server.folders.notefile import Draft, content_hash, render
+from notes_server.folders.progress import Progress
 from notes_server.folders.summary import Summary
-from notes_server.folders.walker import Limits
+from notes_server.folders.walker import Limits, count_notes
 from notes_server.folders.writer import WriteRefused, open_parent, remove
 from notes_server.security.uri import WorkspaceUri, parse_note_path
 
@@ -43,9 +48,17 @@ class FileSide:
     refused: set[str] = field(default_factory=set)
 
 
-def read_side(root_fd: int, workspace: WorkspaceUri, limits: Limits, summary: Summary) -> FileSide:
+def read_side(
+    root_fd: int,
+    workspace: WorkspaceUri,
+    limits: Limits,
+    summary: Summary,
+    progress: Progress | None = None,
+) -> FileSide:
     side = FileSide()
-    for draft in drafts(root_fd, workspace, limits, summary):
+    if progress is not None:
+        progress.start(count_notes(root_fd, limits))
+    for draft in drafts(root_fd, workspace, limits, summary, progress):
         side.drafts[draft.path] = draft
         side.hashes[draft.path] = draft.raw_hash
         side.content[draft.path] = content_hash(draft.title, draft.body, draft.extra)
@@ -60,15 +73,20 @@ def sync_folder(
     folder: str,
     now: datetime,
     limits: Limits | None = None,
+    *,
+    actor: str,
+    progress: Progress | None = None,
 ) -> Summary:
     """One full reconcile in one write transaction (files are written inside it, so a crash
-    leaves state behind the files, and the next run finds equal hashes and records them)."""
+    leaves state behind the files, and the next run finds equal hashes and records them).
+    `actor`: who the audit log names for what this sync deletes or keeps; `progress` follows
+    the reading of the folder (the long part)."""
     from notes_server.store.engine import write_tx
 
     summary = Summary()
-    files = read_side(root_fd, workspace, limits or Limits(), summary)
+    files = read_side(root_fd, workspace, limits or Limits(), summary, progress)
     with write_tx(engine) as conn:
-        _Sync(conn, root_fd, workspace.uri, folder, summary, now).run(files)
+        _Sync(conn, root_fd, workspace.uri, folder, summary, now, actor).run(files)
     return summary
 
 
@@ -81,10 +99,12 @@ class _Sync:
         folder: str,
         summary: Summary,
         now: datetime,
+        actor: str,
     ) -> None:
         from notes_server.store import folders
 
         self.conn, self.root_fd, self.summary, self.now = conn, root_fd, summary, now
+        self.actor = actor
         self.workspace, self.folder = workspace, folder
         self.notes = {note.id: note for note in folders.live_notes(conn, workspace)}
         self.extra = folders.extras(conn, list(self.notes))
@@ -133,10 +153,14 @@ class _Sync:
         from notes_server.store import folders
 
         if file_hash is not None and changed:
-            self._new_file(record.path)  # edited on disk: the survivor is kept
+            kept = self._new_file(record.path)  # edited on disk: the survivor is kept
+            if kept is not None:
+                self._audit("file kept", kept.id, kept.title, kept.path)
         elif file_hash is not None:
-            self._remove(record.path)
-            self.summary.count("deleted")
+            title = self.files.drafts[record.path].title
+            if self._remove(record.path):
+                self.summary.count("deleted")
+                self._audit("file removed", record.note_id, title, record.path)
         folders.forget_sync(self.conn, self.workspace, self.folder, record.note_id)
 
     def _gone_from_folder(self, record: SyncRecord, note: NoteRecord, db_changed: bool) -> None:
@@ -144,6 +168,7 @@ class _Sync:
 
         if db_changed:
             self._export(note)  # edited in the store: the survivor is kept
+            self._audit("note kept", note.id, note.title, note.path)
             return
         renamed = self._renamed_to(record.file_hash)
         if renamed is not None:
@@ -155,6 +180,7 @@ class _Sync:
         if folders.delete_if_version(self.conn, note):
             folders.forget_sync(self.conn, self.workspace, self.folder, note.id)
             self.summary.count("deleted")
+            self._audit("deleted", note.id, note.title, note.path)
 
     def _renamed_to(self, file_hash: str) -> str | None:
         for path, candidate in sorted(self.untracked.items()):
@@ -178,7 +204,7 @@ class _Sync:
         else:
             self._conflict(note, self.files.drafts[note.path])
 
-    def _new_file(self, path: str) -> None:
+    def _new_file(self, path: str) -> NoteRecord | None:
         from notes_server.store import folders
         from notes_server.store.notes import PathConflict
 
@@ -196,11 +222,12 @@ class _Sync:
             )
         except PathConflict:
             self.summary.skip(path, "an archived note holds this path")
-            return
+            return None
         folders.set_extra(self.conn, note.id, draft.extra)
         self.extra[note.id] = draft.extra
         self.summary.count("imported")
         self._save(note, self.files.hashes[path])
+        return note
 
     # --- actions ---------------------------------------------------------------------
 
@@ -225,6 +252,7 @@ class _Sync:
         if self._export(copy):
             self._export(note)
         self.summary.conflict(note.path, path)
+        self._audit("conflict kept", copy.id, copy.title, copy.path)
 
     def _free_path(self, path: str) -> str:
         from notes_server.store import folders
@@ -259,17 +287,36 @@ class _Sync:
         self._save(note, hashlib.sha256(data).hexdigest())
         return True
 
-    def _remove(self, path: str) -> None:
+    def _remove(self, path: str) -> bool:
+        """Remove a file; False (and the reason in the summary) when its folder is refused."""
         segments = parse_note_path(path)
         try:
             parent = open_parent(self.root_fd, segments[:-1], create=False)
         except WriteRefused as exc:
             self.summary.refuse(path, str(exc))
-            return
+            return False
         try:
             remove(parent, segments[-1])
         finally:
             os.close(parent)
+        return True
+
+    def _audit(self, outcome: str, note_id: str, title: str, path: str) -> None:
+        """One audit entry for what this sync deleted, or kept instead of deleting."""
+        from notes_server.store import audit
+
+        entry = audit.AuditRecord(
+            at=self.now,
+            principal=self.actor,
+            tool="sync",
+            outcome=outcome,
+            workspace=self.workspace,
+            note_id=note_id,
+            note_title=title,
+            note_path=path,
+            nonce=None,
+        )
+        audit.record(self.conn, entry)
 
     def _hash(self, note: NoteRecord) -> str:
         return content_hash(note.title, note.body, self.extra.get(note.id, ""))

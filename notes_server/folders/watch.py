@@ -45,12 +45,13 @@ def watch_folder(
     *,
     clock: Callable[[], datetime],
     report: Callable[[Summary], None],
+    actor: str,
     interval: float = 30.0,
     poll: bool = False,
     stop: threading.Event | None = None,
 ) -> None:
     """Reconcile until interrupted or ``stop`` is set; ``report`` gets the first round's
-    summary, and later ones when something happened."""
+    summary, and later ones when something happened; ``actor`` is named in the audit log."""
     try:
         from watchfiles import watch
     except ImportError:
@@ -73,7 +74,7 @@ def watch_folder(
     for changes in rounds:
         now = time.monotonic()
         if changes or last is None or now - last >= interval:
-            summary = sync_folder(engine, root_fd, workspace, folder, clock())
+            summary = sync_folder(engine, root_fd, workspace, folder, clock(), actor=actor)
             if last is None or busy(summary, shown):
                 report(summary)
             last, shown = now, summary.problems

@@ -1,8 +1,10 @@
 """Linux Landlock through ctypes: what the kernel can confine, at the newest ABI it offers.
 
 Landlock rights are deny-by-default for the rights a ruleset "handles". We handle every write
-right the kernel knows and grant them back only on named files; reads are not handled (imports
-happen lazily). Rules are per inode, so a granted file must exist when the rule is added.
+right the kernel knows and grant them back only on named files. Reads (read, list, execute) are
+handled only when the caller names what stays readable (`readable`): modules import lazily, so
+that list must hold every place Python may still load code from. Rules are per inode, so a
+granted file must exist when the rule is added; a readable path that does not exist is skipped.
 
 ABI levels used: 1 writes/creation/removal, 2 REFER (rename/link across dirs), 3 TRUNCATE,
 4 TCP bind/connect, 5 IOCTL on devices, 6 scopes (abstract Unix sockets, signals). ABI 7 only
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,7 +29,10 @@ RULE_PATH_BENEATH = 1
 RULE_NET_PORT = 2
 PR_SET_NO_NEW_PRIVS = 38
 
+FS_EXECUTE = 1 << 0
 FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
 FS_REMOVE_DIR = 1 << 4
 FS_REMOVE_FILE = 1 << 5
 FS_MAKE_CHAR = 1 << 6
@@ -56,14 +62,26 @@ _WRITE_V1 = (
     | FS_MAKE_BLOCK
     | FS_MAKE_SYM
 )
-# The only rights a rule on a regular file (not a directory) may grant that we handle.
-_FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE
+READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+# The rights the kernel accepts in a rule on a file that is not a directory.
+_ON_A_FILE = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+# A writable file (the database and its companions): read and write it, nothing else.
+_FILE_RIGHTS = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
 # Beneath a mirrored folder: write, create and remove regular files and folders, and rename
 # within a directory (atomic replace); no devices, FIFOs, sockets, symlinks, or renames across
 # directories (REFER).
 _FOLDER_RIGHTS = (
-    FS_WRITE_FILE | FS_TRUNCATE | FS_MAKE_REG | FS_MAKE_DIR | FS_REMOVE_FILE | FS_REMOVE_DIR
+    FS_READ_FILE
+    | FS_READ_DIR
+    | FS_WRITE_FILE
+    | FS_TRUNCATE
+    | FS_MAKE_REG
+    | FS_MAKE_DIR
+    | FS_REMOVE_FILE
+    | FS_REMOVE_DIR
 )
+# Beneath a readable place: read files, list folders, execute (the interpreter, libraries).
+_READ_ONLY_RIGHTS = READ_RIGHTS
 
 
 class LandlockError(RuntimeError):
@@ -110,10 +128,13 @@ def write_rights(abi: int) -> int:
     return rights
 
 
-def _ruleset_attr(abi: int, *, deny_bind: bool, deny_connect: bool) -> tuple[_RulesetAttr, int]:
+def _ruleset_attr(
+    abi: int, *, deny_bind: bool, deny_connect: bool, reads: bool
+) -> tuple[_RulesetAttr, int]:
     """The ruleset attribute and the size to pass (older kernels reject unknown trailing fields)."""
     net = (NET_BIND_TCP if deny_bind else 0) | (NET_CONNECT_TCP if deny_connect else 0)
-    attr = _RulesetAttr(write_rights(abi), net if abi >= 4 else 0, 0)
+    fs = write_rights(abi) | (READ_RIGHTS if reads else 0)
+    attr = _RulesetAttr(fs, net if abi >= 4 else 0, 0)
     if abi >= 6:
         attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
         return attr, ctypes.sizeof(_RulesetAttr)
@@ -128,23 +149,31 @@ def restrict(
     deny_bind: bool,
     deny_connect: bool,
     writable_folders: Iterable[Path] = (),
+    readable: Iterable[Path] | None = None,
 ) -> int:
     """Confine this thread (and threads and children it creates later): writes only to
     `writable_files` and beneath `writable_folders` (where files and folders may also be
-    created, removed and renamed in place), nothing elsewhere; returns the ABI used."""
+    created, removed and renamed in place), nothing elsewhere; when `readable` is given, reads
+    (and execution) only of those files, beneath those folders and of the writable places.
+    Returns the ABI used."""
     abi = abi_version()
     if abi < 1:
         raise LandlockError("Landlock is not available on this kernel")
     libc = _libc()
-    attr, size = _ruleset_attr(abi, deny_bind=deny_bind, deny_connect=deny_connect)
+    attr, size = _ruleset_attr(
+        abi, deny_bind=deny_bind, deny_connect=deny_connect, reads=readable is not None
+    )
     ruleset = int(libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), size, 0))
     if ruleset < 0:
         raise LandlockError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
+    handled = attr.handled_access_fs
     try:
         for path in writable_files:
-            _allow_file(libc, ruleset, path, _FILE_RIGHTS & attr.handled_access_fs)
+            _allow(libc, ruleset, path, _FILE_RIGHTS & handled)
         for path in writable_folders:
-            _allow_file(libc, ruleset, path, _FOLDER_RIGHTS & attr.handled_access_fs)
+            _allow(libc, ruleset, path, _FOLDER_RIGHTS & handled)
+        for path in readable or ():
+            _allow(libc, ruleset, path, _READ_ONLY_RIGHTS & handled, missing_ok=True)
         no_new_privs(libc)
         if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
             raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
@@ -159,11 +188,20 @@ def no_new_privs(libc: ctypes.CDLL) -> None:
         raise LandlockError(f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}")
 
 
-def _allow_file(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
-    """Grant `rights` on one existing regular file (a symlink's target: what SQLite opens) or
-    beneath one existing directory."""
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+def _allow(
+    libc: ctypes.CDLL, ruleset: int, path: Path, rights: int, *, missing_ok: bool = False
+) -> None:
+    """Grant `rights` on one existing file (a symlink's target: what SQLite opens) or beneath
+    one existing directory; on a file, only the rights the kernel accepts there."""
     try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        if missing_ok:  # a place that is not there (or not reachable) needs no grant
+            return
+        raise LandlockError(f"cannot grant access to {path.name}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= _ON_A_FILE
         rule = _PathBeneathAttr(rights, fd)
         if libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
             raise LandlockError(

@@ -5,7 +5,9 @@ wrong. Notes live in the database and no code path opens a file named by a clien
 confined the serving process may write only its SQLite database file and that file's -wal and
 -shm companions; it can create, remove, rename or link no file anywhere (not even beside the
 database), change no file's mode, owner, times or xattrs, and, for a stdio server on embedded
-SQLite, open no socket at all (TCP, UDP, Unix). Reads stay allowed (imports happen lazily).
+SQLite, open no socket at all (TCP, UDP, Unix). Reads stay allowed for a plain `serve`; a
+folder command, and a `serve` with mirrored folders, may read only what the interpreter needs
+(`runtime_reads`), its database and the mirrored folders.
 
 Landlock and seccomp bind the calling thread and the threads and processes it creates later,
 so `confine` refuses to run while other threads exist, and callers confine before loading any
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from notes_server.security import landlock, seccomp
 from notes_server.security.landlock import abi_version
+from notes_server.security.runtime_reads import runtime_places
 
 __all__ = [
     "Policy",
@@ -49,24 +52,47 @@ class Policy:
     tcp_connect: bool
     sockets: bool  # may create sockets at all (socket(2))
     folders: tuple[Path, ...] = ()  # mirrored folders it may write beneath (export, sync)
+    # None: reads are not confined; else what it may read beside the runtime, the database
+    # and `folders` (the folders import and notes_import read).
+    reads: tuple[Path, ...] | None = None
+
+    def readable(self) -> list[Path] | None:
+        """Every place the confined process may read, or None when reads stay open."""
+        if self.reads is None:
+            return None
+        # The database files are readable through their write rules. Not their directory:
+        # SQLite only opens it to fsync it after creating a journal, ignores a failure there,
+        # and in WAL mode (which confinement requires) creates none.
+        places = runtime_places(database_server=self.database is None)
+        return [*places, *self.reads]
 
 
-def policy_for(database: Path | None, *, transport: str) -> Policy:
+def policy_for(
+    database: Path | None, *, transport: str, reads: tuple[Path, ...] | None = None
+) -> Policy:
     """stdio on embedded SQLite needs no network; HTTP listens but never connects out; a
-    database server (no SQLite file) needs its TCP or Unix-socket connection."""
+    database server (no SQLite file) needs its TCP or Unix-socket connection. `reads`: confine
+    reads too, to the runtime, the database and these places (mirrored folders, key file)."""
     if database is None:
-        return Policy(None, tcp_bind=True, tcp_connect=True, sockets=True)
+        return Policy(None, tcp_bind=True, tcp_connect=True, sockets=True, reads=reads)
     if transport == "http":
-        return Policy(database, tcp_bind=True, tcp_connect=False, sockets=True)
-    return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False)
+        return Policy(database, tcp_bind=True, tcp_connect=False, sockets=True, reads=reads)
+    return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False, reads=reads)
 
 
-def policy_for_folder(database: Path | None, folders: tuple[Path, ...]) -> Policy:
-    """An import, export or sync: its database and, for export and sync, the mirrored folder;
-    no listening ever, and no network at all on embedded SQLite."""
+def policy_for_folder(
+    database: Path | None, folders: tuple[Path, ...], *, reads: tuple[Path, ...] = ()
+) -> Policy:
+    """An import, export or sync: its database and, for export and sync, the mirrored folder
+    (read-write); `reads` (import) are read only. Nothing else is read or written; no listening
+    ever, and no network at all on embedded SQLite."""
     if database is None:
-        return Policy(None, tcp_bind=False, tcp_connect=True, sockets=True, folders=folders)
-    return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False, folders=folders)
+        return Policy(
+            None, tcp_bind=False, tcp_connect=True, sockets=True, folders=folders, reads=reads
+        )
+    return Policy(
+        database, tcp_bind=False, tcp_connect=False, sockets=False, folders=folders, reads=reads
+    )
 
 
 def thread_count() -> int:
@@ -99,6 +125,7 @@ def confine(mode: str, policy: Policy) -> str:
             deny_bind=not policy.tcp_bind,
             deny_connect=not policy.tcp_connect,
             writable_folders=policy.folders,
+            readable=policy.readable(),
         )
     except landlock.LandlockError as exc:
         if mode == "require":

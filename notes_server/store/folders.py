@@ -225,3 +225,11 @@ def mirror_folder(conn: Connection, principal: str, workspace: str) -> str | Non
             mirrors.c.principal == principal, mirrors.c.workspace == workspace
         )
     ).scalar_one_or_none()
+
+
+def mirror_folders(conn: Connection, principal: str | None = None) -> list[str]:
+    """The configured mirror folders (of one principal, or of everyone), each once."""
+    query = select(mirrors.c.folder).distinct()
+    if principal is not None:
+        query = query.where(mirrors.c.principal == principal)
+    return sorted(str(folder) for folder in conn.execute(query).scalars())

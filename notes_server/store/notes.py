@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from sqlalchemy import (
     Connection,
     Integer,
+    any_,
     bindparam,
     delete,
     func,
@@ -88,6 +89,25 @@ _TITLE_CONTAINS = select(notes.c.seq).where(
 _CANDIDATES = FastRead(
     select(*COLUMNS, func.count().over())
     .where(notes.c.seq.in_(_TITLE_CONTAINS), notes.c.archived == bindparam("archived"))
+    .order_by((notes.c.title_key == bindparam("title_key")).desc(), *NEWEST_FIRST)
+    .limit(bindparam("limit"))
+)
+# PostgreSQL: the same candidates, planned another way. Its planner cannot estimate strpos()
+# and assumes a third of the notes match, so `seq IN (subquery)` sorted every live note before
+# probing them (90 ms at 10k notes, spilling to disk; O(n log n) per round 1 of a delete). Here
+# the matching keys come from one index-only scan of (workspace, title_key), run once as an
+# InitPlan, and the rows are fetched through the same index by key (equal keys match alike).
+_MATCHING_KEYS = select(notes.c.title_key).where(
+    notes.c.workspace == bindparam("workspace"),
+    _Position(notes.c.title_key, bindparam("title_key")) > 0,
+)
+_PG_CANDIDATES = FastRead(
+    select(*COLUMNS, func.count().over())
+    .where(
+        notes.c.workspace == bindparam("workspace"),
+        notes.c.title_key == any_(func.array(_MATCHING_KEYS.scalar_subquery())),
+        notes.c.archived == bindparam("archived"),
+    )
     .order_by((notes.c.title_key == bindparam("title_key")).desc(), *NEWEST_FIRST)
     .limit(bindparam("limit"))
 )
@@ -207,6 +227,7 @@ class CoreNotes(CoreRun):
     """Portable: every statement through SQLAlchemy Core."""
 
     _record = staticmethod(NoteRecord.from_row)
+    _candidates = _CANDIDATES
 
     def insert(
         self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
@@ -229,7 +250,7 @@ class CoreNotes(CoreRun):
         self, conn: Connection, workspace: str, key: str, *, limit: int
     ) -> tuple[list[NoteRecord], int]:
         params = {"workspace": workspace, "title_key": key, "archived": False, "limit": limit}
-        rows = self._all(_CANDIDATES, conn, params)
+        rows = self._all(self._candidates, conn, params)
         total = int(rows[0][len(COLUMNS)]) if rows else 0
         return [self._record(r) for r in rows], total
 
@@ -258,13 +279,22 @@ class SqliteNotes(DriverRun, CoreNotes):
     _record = staticmethod(NoteRecord.from_driver_row)
 
 
+class PostgresNotes(CoreNotes):
+    """PostgreSQL: Core, with title candidates planned for its optimizer (_PG_CANDIDATES)."""
+
+    _candidates = _PG_CANDIDATES
+
+
 CORE: NoteStore = CoreNotes()
 SQLITE: NoteStore = SqliteNotes()
+POSTGRESQL: NoteStore = PostgresNotes()
 
 
 def store(conn: Connection) -> NoteStore:
     """The notes implementation for this connection."""
-    return SQLITE if uses_driver(conn) else CORE
+    if uses_driver(conn):
+        return SQLITE
+    return POSTGRESQL if conn.dialect.name == "postgresql" else CORE
 
 
 def insert_note(

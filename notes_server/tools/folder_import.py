@@ -86,7 +86,8 @@ class ImportFolder(Tool):
             # The operator's path stays out of the reply; the server log has it.
             LOG.warning("notes_import: %s", exc)
             raise ToolFailure(
-                "The folder configured for this workspace cannot be opened."
+                "The folder configured for this workspace cannot be opened (a folder mirrored "
+                "after the server started is readable once the server restarts)."
             ) from None
         reported = None if ctx.progress is None else FilesDone(ctx)
         try:

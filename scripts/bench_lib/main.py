@@ -18,6 +18,7 @@ from bench_lib import (
     deletes,
     http_bench,
     http_load,
+    pg,
     report,
     search,
     stdio_rates,
@@ -25,7 +26,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "pg")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Plan:
     http_seconds: float
     http_clients: int
     http_curve: tuple[int, ...]
+    pg_clients: tuple[int, ...]
+    pg_reps: int
+    pg_seconds: float
+    pg_search_notes: int
 
 
 FULL = Plan(
@@ -69,6 +74,10 @@ FULL = Plan(
     http_seconds=2.0,
     http_clients=4,
     http_curve=(1, 4, 16, 64),
+    pg_clients=(1, 8, 16),
+    pg_reps=3,
+    pg_seconds=3.0,
+    pg_search_notes=100_000,
 )
 QUICK = Plan(
     cold_reps=2,
@@ -89,6 +98,10 @@ QUICK = Plan(
     http_seconds=0.5,
     http_clients=4,
     http_curve=(1, 4),
+    pg_clients=(1, 16),
+    pg_reps=1,
+    pg_seconds=1.0,
+    pg_search_notes=10_000,
 )
 
 
@@ -114,7 +127,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="where generated databases are cached by size (default: bench-results/)",
     )
     parser.add_argument(
-        "--only", default=",".join(SUITES), help=f"comma-separated subset of {', '.join(SUITES)}"
+        "--only",
+        default=",".join(SUITES),
+        help=f"comma-separated subset of {', '.join(SUITES)} (pg: PostgreSQL beside SQLite, on "
+        "throw-away databases of the server at $NOTES_BENCH_PG_URL, default the local one; "
+        "skipped, with a note in the report, when no server is reachable)",
     )
     parser.add_argument(
         "--baseline",
@@ -244,6 +261,20 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             curve=list(plan.http_curve),
         )
         results.timings["http"] = time.perf_counter() - t0
+    if "pg" in only:
+        t0 = time.perf_counter()
+        pg.run(
+            results,
+            base,
+            datasets.cached(cache / "db", plan.pg_search_notes),
+            workdir,
+            clients=plan.pg_clients,
+            reps=plan.pg_reps,
+            seconds=plan.pg_seconds,
+            search_trials=plan.search_trials,
+            search_queries=plan.search_queries,
+        )
+        results.timings["postgresql"] = time.perf_counter() - t0
 
 
 def _summary(results: Results, plan: Plan) -> dict[str, object]:

@@ -74,3 +74,41 @@ def test_json_output_has_no_progress_bar_even_on_a_terminal(tmp_path: Path) -> N
     assert code == 0
     assert json.loads(out)["imported"] == 6
     assert screen == ""
+
+
+def test_sync_shows_a_progress_bar_on_a_terminal_then_its_summary(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    _big_vault(vault, folders=3, per_folder=100)
+    env = subprocess_env(tmp_path, {"NOTES_SERVER_DB": f"sqlite:///{tmp_path}/notes.db"})
+    subprocess.run([NOTES_SERVER, "migrate"], env=env, check=True, capture_output=True)
+
+    code, out, screen = _run_on_a_terminal(
+        [NOTES_SERVER, "sync", "--workspace", WS, str(vault)], env
+    )
+
+    assert code == 0
+    assert out == "300 imported\n"
+    assert "syncing" in screen and "300/300" in screen
+    assert "files/s" in screen and " MB, " in screen
+
+
+def test_export_shows_a_progress_bar_on_a_terminal_then_its_summary(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    _big_vault(vault, folders=3, per_folder=100)
+    env = subprocess_env(tmp_path, {"NOTES_SERVER_DB": f"sqlite:///{tmp_path}/notes.db"})
+    subprocess.run([NOTES_SERVER, "migrate"], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [NOTES_SERVER, "import", str(vault), "--workspace", WS],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+    code, out, screen = _run_on_a_terminal(
+        [NOTES_SERVER, "export", "--workspace", WS, str(tmp_path / "out")], env
+    )
+
+    assert code == 0
+    assert out == "300 exported\n"
+    assert "exporting" in screen and "300/300" in screen
+    assert "files/s" in screen and " MB, " in screen

@@ -184,7 +184,7 @@ def test_sync_never_imports_a_secret_nor_writes_outside(arena: Path) -> None:
     try:
         for attempt in range(SYNC_ATTEMPTS):
             summary = sync_folder(
-                engine, fd, workspace, str(arena), datetime(2026, 1, 1, tzinfo=UTC)
+                engine, fd, workspace, str(arena), datetime(2026, 1, 1, tzinfo=UTC), actor="race"
             )
             refused += summary.counts["refused"]
             if attempt % 50 == 0:

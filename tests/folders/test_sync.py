@@ -35,7 +35,11 @@ def vault(tmp_path: Path) -> Path:
 @pytest.fixture
 def sync(tmp_path: Path, db: Path, vault: Path) -> Sync:
     runner = CliRunner()
-    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "NOTES_SERVER_DB": f"sqlite:///{db}"}
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "NOTES_SERVER_DB": f"sqlite:///{db}",
+        "NOTES_SERVER_PRINCIPAL": "carol",  # who the audit log names
+    }
     assert runner.invoke(main, ["migrate"], env=env).exit_code == 0
 
     def _sync() -> dict[str, Any]:
@@ -236,4 +240,90 @@ def test_a_refused_file_is_never_taken_for_a_deleted_one(
     assert "a.md" in notes(db)
     assert summary["problems"] == [
         {"action": "refused", "path": "a.md", "reason": "symlink (not followed)"}
+    ]
+
+
+def audit_lines(tmp_path: Path, db: Path) -> list[list[str]]:
+    """`notes-server audit` for the workspace, oldest first, each line split into columns
+    without its timestamp."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "NOTES_SERVER_DB": f"sqlite:///{db}"}
+    result = CliRunner().invoke(main, ["audit", "--workspace", WS], env=env)
+    assert result.exit_code == 0, result.output
+    if result.output == "no audited actions\n":
+        return []
+    return [line.split("\t")[1:] for line in reversed(result.output.splitlines())]
+
+
+def test_every_deletion_sync_propagates_is_audited_with_actor_note_and_path(
+    synced: Sync, vault: Path, db: Path, tmp_path: Path, store: Callable[..., None]
+) -> None:
+    ids = {path: note_id for path, (note_id, _body) in notes(db).items()}
+    assert audit_lines(tmp_path, db) == []
+    (vault / "a.md").unlink()
+    synced()
+    store("sub/b.md", delete=True)
+    synced()
+
+    assert audit_lines(tmp_path, db) == [
+        ["carol", "sync", "deleted", f"{ids['a.md']} 'a'", WS, "a.md"],
+        ["carol", "sync", "file removed", f"{ids['sub/b.md']} 'b'", WS, "sub/b.md"],
+    ]
+
+
+def test_conflicts_and_kept_survivors_are_audited(
+    synced: Sync, vault: Path, db: Path, tmp_path: Path, store: Callable[..., None]
+) -> None:
+    ids = {path: note_id for path, (note_id, _body) in notes(db).items()}
+    store("a.md", "store version\n")
+    (vault / "a.md").write_text("file version\n", "utf-8")
+    (vault / "sub" / "b.md").unlink()
+    store("sub/b.md", "edited in the store meanwhile\n")
+    synced()
+    copy = notes(db)["a (conflict).md"][0]
+    store("a.md", delete=True)
+    (vault / "a.md").write_text("edited in the folder meanwhile\n", "utf-8")
+    synced()
+    survivor = notes(db)["a.md"][0]
+
+    assert sorted(audit_lines(tmp_path, db)) == [
+        ["carol", "sync", "conflict kept", f"{copy} 'a'", WS, "a (conflict).md"],
+        ["carol", "sync", "file kept", f"{survivor} 'a'", WS, "a.md"],
+        ["carol", "sync", "note kept", f"{ids['sub/b.md']} 'b'", WS, "sub/b.md"],
+    ]
+
+
+def test_a_conflict_copy_never_takes_a_name_already_in_use(
+    synced: Sync, vault: Path, db: Path, store: Callable[..., None]
+) -> None:
+    (vault / "a (conflict).md").write_text("a file of that name already\n", "utf-8")
+    store("a.md", "store version\n")
+    (vault / "a.md").write_text("file version\n", "utf-8")
+
+    summary = synced()
+
+    assert summary["conflicts"] == [{"path": "a.md", "keptAs": "a (conflict 2).md"}]
+    assert notes(db)["a (conflict).md"][1] == "a file of that name already\n"
+    assert notes(db)["a (conflict 2).md"][1] == "file version\n"
+    assert (vault / "a (conflict).md").read_text("utf-8") == "a file of that name already\n"
+    assert body_of(vault / "a (conflict 2).md") == "file version\n"
+
+
+def test_the_summary_for_a_person_lists_each_refusal_and_conflict(
+    synced: Sync, vault: Path, db: Path, tmp_path: Path, store: Callable[..., None]
+) -> None:
+    store("a.md", "store version\n")
+    (vault / "a.md").write_text("file version\n", "utf-8")
+    (tmp_path / "elsewhere.md").write_text("not in the vault\n", "utf-8")
+    (vault / "link.md").symlink_to(tmp_path / "elsewhere.md")
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "NOTES_SERVER_DB": f"sqlite:///{db}"}
+
+    result = CliRunner().invoke(
+        main, ["sync", "--workspace", WS, str(vault), "--sandbox", "off"], env=env
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "1 unchanged, 2 exported, 1 refused",
+        "refused: link.md: symlink (not followed)",
+        "conflict: a.md: both sides changed; kept a (conflict).md",
     ]

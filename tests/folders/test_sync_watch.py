@@ -48,12 +48,14 @@ def vault(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def watcher(tmp_path: Path, vault: Path) -> Iterator[Watcher]:
+@pytest.fixture(params=["inotify", "poll"])
+def watcher(request: pytest.FixtureRequest, tmp_path: Path, vault: Path) -> Iterator[Watcher]:
+    """`poll` is how a folder on a filesystem without inotify (NFS, SMB, FUSE) is watched."""
     env = subprocess_env(tmp_path, {"NOTES_SERVER_DB": f"sqlite:///{tmp_path}/notes.db"})
     subprocess.run([NOTES_SERVER, "migrate"], env=env, check=True, capture_output=True)
+    poll = ["--poll"] if request.param == "poll" else []
     proc = subprocess.Popen(
-        [NOTES_SERVER, "sync", "--watch", "--json", "--workspace", WS, str(vault)],
+        [NOTES_SERVER, "sync", "--watch", "--json", *poll, "--workspace", WS, str(vault)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -4,6 +4,7 @@ extension code tries, from the first line it runs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from notes_server.security.sandbox import abi_version
+from tests.helpers import ServerProcess
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 META = {
@@ -103,14 +106,14 @@ def _database(scene: Scene) -> str:
 
 
 def _serve(
-    scene: Scene, sandbox: str, requests: list[dict[str, object]]
+    scene: Scene, sandbox: str, requests: list[dict[str, object]], *, cwd: Path | None = None
 ) -> list[dict[str, object]]:
     url = _database(scene)
     command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--principal", "alice"]
     command += ["--sandbox", sandbox, "--tools-module", "escape_tools"]
     lines = b"".join(json.dumps(request).encode() + b"\n" for request in requests)
     done = subprocess.run(
-        command, input=lines, capture_output=True, env=scene.env(), timeout=60, check=True
+        command, input=lines, capture_output=True, env=scene.env(), timeout=60, check=True, cwd=cwd
     )
     return [json.loads(line) for line in done.stdout.decode().splitlines()]
 
@@ -254,3 +257,186 @@ def test_confined_http_workers_deny_writes_metadata_and_outgoing_tcp(scene: Scen
         "import_write": "denied EACCES",
         "thread_write": "denied EACCES",
     }
+
+
+def _mirror(scene: Scene, url: str, folder: Path) -> None:
+    command = [sys.executable, "-m", "notes_server", "workspace", "mirror", "--db", url]
+    command += ["alice", WORKSPACE, str(folder)]
+    subprocess.run(command, capture_output=True, env=scene.env(), timeout=60, check=True)
+
+
+def _read_probe(scene: Scene, vault: Path) -> dict[str, object]:
+    """Reads of a secret in $HOME, one beside the mirrored folder and a file inside it, and an
+    import of a standard module nothing has loaded yet."""
+    (scene.home / ".ssh").mkdir()
+    (scene.home / ".ssh" / "id_ed25519").write_text("home secret", "utf-8")
+    (scene.outside / "secret.txt").write_text("sibling secret", "utf-8")
+    paths = {
+        "home secret": str(scene.home / ".ssh" / "id_ed25519"),
+        "sibling secret": str(scene.outside / "secret.txt"),
+        "mirrored file": str(vault / "a.md"),
+    }
+    writes = {"write into the mirrored folder": str(vault / "new.md")}
+    return _call(1, "test_read", {"paths": paths, "writes": writes, "module": "xml.dom.minidom"})
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\n", "utf-8")
+    return folder
+
+
+def test_a_server_with_a_mirrored_folder_reads_only_that_folder_and_what_it_runs_on(
+    scene: Scene, vault: Path
+) -> None:
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    imported = _call(2, "notes_import", {"workspaceUri": WORKSPACE})
+    # A confirmation seals its state with the key file, read after confinement.
+    delete = _call(3, "notes_delete", {"workspaceUri": WORKSPACE, "title": "Alpha"})
+    delete["params"]["_meta"] = {  # type: ignore[index]
+        **META,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
+
+    # From $HOME: `python -m` puts the working directory first on sys.path; it stays unreadable.
+    replies = _serve(
+        scene, "require", [_read_probe(scene, vault), imported, delete], cwd=scene.home
+    )
+
+    assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "denied EACCES",
+        "sibling secret": "denied EACCES",
+        "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
+        "late import": "imported",
+    }
+    assert replies[1]["result"]["structuredContent"] == {  # type: ignore[index]
+        "imported": 1,
+        "unchanged": 0,
+        "skipped": 0,
+        "refused": 0,
+        "problems": [],
+    }
+    assert replies[2]["result"]["resultType"] == "input_required"  # type: ignore[index]
+    assert replies[2]["result"]["requestState"]  # type: ignore[index]
+
+
+def test_a_server_without_mirrored_folders_leaves_reads_open(scene: Scene, vault: Path) -> None:
+    """Plain `serve` confines writes only (documented): its reads are as before."""
+    replies = _serve(scene, "require", [_read_probe(scene, vault)])
+
+    assert replies[0]["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "read",
+        "sibling secret": "read",
+        "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
+        "late import": "imported",
+    }
+
+
+def test_confined_http_workers_with_a_mirrored_folder_read_only_that_folder(
+    scene: Scene, vault: Path
+) -> None:
+    """Spawned workers start a new interpreter under the inherited sandbox: it must find
+    everything it loads among the places left readable."""
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    command = [sys.executable, "-m", "notes_server", "serve", "--transport", "http", "--db", url]
+    command += ["--port", "0", "--workers", "2", "--auth", "none", "--principal", "alice"]
+    command += ["--sandbox", "require", "--tools-module", "escape_tools"]
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=scene.env()
+    ) as proc:
+        try:
+            port = _wait_for_workers(proc, 2)
+            read = _http_post(port, _read_probe(scene, vault))
+            imported = _http_post(port, _call(2, "notes_import", {"workspaceUri": WORKSPACE}))
+        finally:
+            proc.terminate()
+    assert read["result"]["structuredContent"] == {  # type: ignore[index]
+        "home secret": "denied EACCES",
+        "sibling secret": "denied EACCES",
+        "mirrored file": "read",
+        "write into the mirrored folder": "denied EACCES",
+        "late import": "imported",
+    }
+    assert imported["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
+
+
+def test_a_folder_mirrored_after_the_server_started_is_refused_until_a_restart(
+    scene: Scene, vault: Path, tmp_path: Path
+) -> None:
+    """Reads are confined to the folders mirrored at start (documented): a later mirror is not
+    readable by the running server, and is once it restarts."""
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "b.md").write_text("# Beta\n", "utf-8")
+    other = "file:///home/alice/other"
+    grant = [sys.executable, "-m", "notes_server", "workspace", "grant", "--db", url]
+    subprocess.run([*grant, "alice", other], env=scene.env(), timeout=60, check=True)
+    command = [sys.executable, "-m", "notes_server", "serve", "--db", url, "--principal", "alice"]
+    command += ["--sandbox", "require"]
+    first = _call(1, "notes_import", {"workspaceUri": WORKSPACE})
+    imported = _call(2, "notes_import", {"workspaceUri": other})
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=scene.env()
+        )
+    server = ServerProcess(proc, tmp_path / "stderr.log")
+    try:
+        # A reply means the server is serving, so it confined itself before reading stdin.
+        server.send(first)
+        assert server.read()["result"]["structuredContent"]["imported"] == 1
+        move = [sys.executable, "-m", "notes_server", "workspace", "mirror", "--db", url]
+        subprocess.run([*move, "alice", other, str(later)], env=scene.env(), timeout=60, check=True)
+        server.send(imported)
+        refused = server.read()
+    finally:
+        assert server.close() == 0
+    after_restart = _serve(scene, "require", [imported])
+    banner = server.stderr_text().splitlines()[0]
+    assert banner.endswith("+ seccomp | reads: 1 mirrored folder(s) as of start"), banner
+
+    assert refused["result"]["isError"] is True
+    assert "readable once the server restarts" in refused["result"]["content"][0]["text"]
+    assert after_restart[0]["result"]["structuredContent"]["imported"] == 1  # type: ignore[index]
+
+
+def test_a_confined_http_server_with_mirrors_still_reads_its_jwks_file(
+    scene: Scene, vault: Path, tmp_path: Path
+) -> None:
+    """The JWKS file is loaded when a worker builds the app, after confinement."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    numbers = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    n, e = numbers.public_numbers().n, numbers.public_numbers().e
+
+    def b64(value: int) -> str:
+        raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    jwks = tmp_path / "keys" / "jwks.json"
+    jwks.parent.mkdir()
+    jwks.write_text(json.dumps({"keys": [{"kty": "RSA", "n": b64(n), "e": b64(e)}]}), "utf-8")
+    url = _database(scene)
+    _mirror(scene, url, vault)
+    command = [sys.executable, "-m", "notes_server", "serve", "--transport", "http", "--db", url]
+    command += ["--port", "0", "--auth", "token", "--sandbox", "require"]
+    command += ["--jwt-issuer", "https://issuer.example", "--jwt-audience", "notes"]
+    command += ["--jwt-jwks", str(jwks)]
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=scene.env()
+    ) as proc:
+        try:
+            port = _wait_for_workers(proc, 1)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                _http_post(port, _call(1, "notes_search", {"workspaceUri": WORKSPACE}))
+        finally:
+            proc.terminate()
+    refused.value.close()
+    assert refused.value.code == 401

@@ -123,8 +123,9 @@ def test_a_vanished_mirror_folder_is_reported_without_its_path(
     reply = result(call_tool("notes_import", {"workspaceUri": NOTES}))
 
     assert reply["isError"] is True
-    assert (
-        reply["content"][0]["text"] == "The folder configured for this workspace cannot be opened."
+    assert reply["content"][0]["text"] == (
+        "The folder configured for this workspace cannot be opened (a folder mirrored after the "
+        "server started is readable once the server restarts)."
     )
     assert str(tmp_path) not in str(reply)
 
@@ -140,7 +141,10 @@ def test_workspace_mirror_command_configures_the_folder(tmp_path: Path, vault: P
     )
 
     assert first.exit_code == 0, first.output
-    assert first.output == f"mirrored: notes_import for alice on {NOTES} reads {vault}\n"
+    assert first.output == (
+        f"mirrored: notes_import for alice on {NOTES} reads {vault}\n"
+        "a running server reads it after a restart\n"
+    )
     assert again.output.startswith("updated: ")
     assert missing.exit_code == 2
     assert missing.output.endswith("x: no such directory\n")

@@ -10,6 +10,7 @@ The matrix is printed. The Node clients come from `scripts/clients` (skipped wit
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ from sqlalchemy import Engine
 from notes_server.legacy.translate import NEEDS_ELICITATION
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
+from notes_server.security.uri import canonical_workspace
+from notes_server.store import grants
+from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
+from notes_server.tools.services import utc_now
 
 pytest.importorskip("mcp.client.client")
 pytestmark = pytest.mark.skipif(
@@ -66,11 +71,20 @@ CLIENTS: list[tuple[str, str, Runner, bool]] = [
 ]
 
 
+# scripts/multi-instance sets these: the matrix then runs against its deployment (N instances
+# behind a load balancer on one PostgreSQL database) instead of a server of its own.
+DEPLOYED_URL = "NOTES_SERVER_MATRIX_URL"
+DEPLOYED_DB = "NOTES_SERVER_MATRIX_DB"
+
+
 @pytest.fixture
-def targets(
-    tmp_path: Path, migrated_engine: Engine, grant: Any
-) -> Iterator[Callable[[str], Target]]:
+def targets(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], Target]]:
     """target(cell) -> where that cell connects, with its own granted workspace."""
+    if os.environ.get(DEPLOYED_URL):
+        yield from _deployed(tmp_path, os.environ[DEPLOYED_URL], os.environ[DEPLOYED_DB])
+        return
+    migrated_engine: Engine = request.getfixturevalue("migrated_engine")
+    grant = request.getfixturevalue("grant")
     _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
     keys = KeyRing.generate_spec()
     db_url = str(migrated_engine.url)
@@ -85,6 +99,26 @@ def targets(
 
     yield target
     server.stop()
+
+
+def _deployed(tmp_path: Path, url: str, db_url: str) -> Iterator[Callable[[str], Target]]:
+    """Targets on a running deployment: its URL for HTTP, its database (and shared keys) for
+    stdio; the token and grants are made in its database."""
+    engine = make_engine(db_url)
+    try:
+        _, token = create_token(SqlTokenRecords(engine), "alice")
+        keys = os.environ["NOTES_SERVER_STATE_KEYS"]
+        env = {"NOTES_SERVER_STATE_KEYS": keys, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+        def target(cell: str) -> Target:
+            workspace = canonical_workspace(f"file:///home/alice/{cell}")
+            with write_tx(engine) as conn:
+                grants.upsert(conn, "alice", workspace, "write", utc_now())
+            return Target(url, token, db_url, env, workspace)
+
+        yield target
+    finally:
+        engine.dispose()
 
 
 def verdict(outcome: dict[str, Any], confirms: bool) -> str:
