@@ -15,7 +15,7 @@ from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
+    from starlette.types import ASGIApp
 
     from notes_server.transports.http_endpoint import LegacyFactory
 
@@ -87,7 +87,7 @@ def create_http_app(
     http: HttpSettings,
     services: Services | None = None,
     extensions: Sequence[Extension] | None = None,
-) -> Starlette:
+) -> ASGIApp:
     """Compose server, authenticator and ASGI app (with the extensions' routes) for one HTTP
     process. Workers rebuild from settings, so what they serve is the default extensions."""
     # Starlette and the HTTP modules load only for HTTP: a stdio start never pays for them.
@@ -144,7 +144,7 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
     return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 
 
-def http_worker_app() -> Starlette:
+def http_worker_app() -> ASGIApp:
     """uvicorn factory: the app of one worker process, from the settings its parent exported."""
     settings, http = worker_config()
     return create_http_app(settings, http)

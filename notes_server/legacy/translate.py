@@ -10,6 +10,7 @@ import copy
 from typing import Any, TypeGuard
 
 from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED
+from notes_server.protocol.meta import names_version
 from notes_server.protocol.versions import (
     LATEST,
     META_CAPABILITIES,
@@ -61,8 +62,7 @@ CONFIRMATION_EXPIRED = (
 
 def is_modern(params: dict[str, Any]) -> bool:
     """A request is modern when its `_meta` names a protocol version (valid or not)."""
-    meta = params.get("_meta")
-    return isinstance(meta, dict) and META_VERSION in meta
+    return names_version(params)
 
 
 def is_response(message: Any) -> TypeGuard[dict[str, Any]]:

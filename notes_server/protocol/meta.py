@@ -14,7 +14,14 @@ from notes_server.protocol.versions import (
     MODERN_VERSIONS,
 )
 
-__all__ = ["ClientMeta", "allows_form_elicitation", "check_version", "read_meta", "read_meta_shape"]
+__all__ = [
+    "ClientMeta",
+    "allows_form_elicitation",
+    "check_version",
+    "names_version",
+    "read_meta",
+    "read_meta_shape",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +29,13 @@ class ClientMeta:
     protocol_version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
+
+
+def names_version(params: dict[str, Any]) -> bool:
+    """A message is modern (2026-07-28 and later) when its `_meta` names a protocol version,
+    valid or not: the one rule by which 2025-era traffic is told apart, on every transport."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and META_VERSION in meta
 
 
 def read_meta(params: dict[str, Any]) -> ClientMeta:

@@ -18,6 +18,7 @@ The module is pure: no I/O and no file-system access.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -112,6 +113,16 @@ class WorkspaceUri:
 
 def parse_workspace_uri(text: str) -> WorkspaceUri:
     """Parse a workspace root URI, rejecting anything ambiguous."""
+    if isinstance(text, str):
+        return _remembered_workspace(text)
+    return WorkspaceUri(_parse_file_uri(text))  # refused with UriError, never remembered
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_workspace(text: str) -> WorkspaceUri:
+    """A client names the same few workspaces call after call, so verdicts are remembered (a
+    tenth of a `notes_read`'s CPU): the result is immutable, a refusal is never cached, and a
+    text that parses is bounded by MAX_URI_LENGTH, so the cache stays small."""
     return WorkspaceUri(_parse_file_uri(text))
 
 

@@ -8,6 +8,9 @@ Middleware, outermost first, in the order the checks must happen:
 4. `AuthMiddleware` (`http_auth`): the principal into the scope, or 401 with an RFC 9728 challenge.
 5. `BodyLimitMiddleware` (`http_limits`): 413 / 408 while a route reads its body.
 
+In front of it all, `McpPostFastPath` (`http_fastpath`) answers the plain `POST /mcp` (the hot
+path) in one pass with the same checks and hands everything else to this stack unchanged.
+
 Routes are contributions: `/mcp` and the metadata document (`http_endpoint`) come the same way
 as `extra_routes` from extensions. Blocking work runs in a bounded pool (`http_threads`), so the
 event loop only moves bytes and abandoned calls cannot multiply threads; only requests known
@@ -24,18 +27,22 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
-from notes_server.transports.http_auth import Authenticator, AuthMiddleware
+from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
 from notes_server.transports.http_cors import CorsMiddleware
 from notes_server.transports.http_endpoint import (
+    MCP_PATH,
     LegacyFactory,
+    McpEndpoint,
     PublicRoute,
     mcp_routes,
     metadata_routes,
 )
 from notes_server.transports.http_errors import ErrorMiddleware
+from notes_server.transports.http_fastpath import McpPostFastPath
 from notes_server.transports.http_guard import OriginHostGuard, OriginPolicy
 from notes_server.transports.http_health import SchemaCheck, health_routes
 from notes_server.transports.http_limits import BodyLimitMiddleware
@@ -84,13 +91,14 @@ def build_http_app(
     threads: int = WORKER_THREADS,
     legacy: LegacyFactory | None = None,
     health: SchemaCheck | None = None,
-) -> Starlette:
+) -> ASGIApp:
     """The ASGI application for an already composed server and authenticator; `extra_routes`
     are served behind the same guard, CORS, authentication (unless a `PublicRoute`) and limits;
     `legacy` builds the 2025-era session handler (on this app's worker threads); `health`
     answers `GET /healthz`."""
     pool = WorkerThreads(threads)
-    routes = [*mcp_routes(server, http, pool, legacy), *metadata_routes(auth, http), *extra_routes]
+    endpoint = McpEndpoint(server, http, pool, None if legacy is None else legacy(pool))
+    routes = [*mcp_routes(endpoint), *metadata_routes(auth, http), *extra_routes]
     if health is not None:
         routes.extend(health_routes(health, pool, http.request_timeout))
     public = frozenset(
@@ -113,9 +121,12 @@ def build_http_app(
         finally:
             pool.close()
 
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: http_exception},
         lifespan=lifespan,
     )
+    if MCP_PATH in public or MCP_PATH in forms:  # an extension's own rules for `/mcp`
+        return app
+    return McpPostFastPath(app, endpoint, PrincipalLookup(auth, http, pool), http)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings, Settings
@@ -142,9 +143,13 @@ def resource_metadata(base_url: str, http: HttpSettings) -> dict[str, object]:
 def base_url(headers: Headers, scheme: str, http: HttpSettings) -> str:
     """`--public-url`, else this request's Host when it is a plain host[:port] (it goes into
     a quoted header parameter, so anything else falls back to the bound address)."""
+    return base_url_for(headers.get("host", ""), scheme, http)
+
+
+def base_url_for(host: str, scheme: str, http: HttpSettings) -> str:
+    """`base_url` from the (first) Host value alone."""
     if http.public_url:
         return http.public_url.rstrip("/")
-    host = headers.get("host", "")
     if not _PLAIN_HOST.fullmatch(host):
         host = f"{http.host}:{http.port}"
     return f"{scheme}://{host}"
@@ -158,6 +163,39 @@ def principal_of(scope: Scope) -> str:
     return principal
 
 
+def unauthorized(url: str, *, presented: bool) -> Response:
+    """401 with the RFC 9728 challenge pointing at this server's metadata document."""
+    return json_response(
+        401,
+        {"error": "invalid_token", "error_description": "Missing or invalid access token"},
+        {"WWW-Authenticate": challenge(url, presented=presented)},
+    )
+
+
+class PrincipalLookup:
+    """The principal for a request's `Authorization` values, or None (401): from memory on the
+    event loop when the authenticator can (`remembered_principal`), else in a worker thread
+    (a token lookup reads the database). Shared by `AuthMiddleware` and `http_fastpath`."""
+
+    def __init__(self, auth: Authenticator, http: HttpSettings, threads: WorkerThreads) -> None:
+        self.auth = auth
+        self.timeout = http.request_timeout
+        self.threads = threads
+        # Optional: an authenticator that can answer from memory without blocking.
+        self.remembered: Callable[[Sequence[str]], str | None] | None = getattr(
+            auth, "remembered_principal", None
+        )
+
+    async def __call__(self, values: Sequence[str]) -> str | None:
+        if not self.auth.requires_credentials:
+            return self.auth.principal_for(values)
+        principal = None if self.remembered is None else self.remembered(values)
+        if principal is None:
+            call = functools.partial(self.auth.principal_for, values)
+            principal = await self.threads.run(call, self.timeout)
+        return principal
+
+
 class AuthMiddleware:
     def __init__(
         self,
@@ -168,14 +206,9 @@ class AuthMiddleware:
         public_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
-        self.auth = auth
         self.http = http
-        self.threads = threads
         self.public_paths = public_paths
-        # Optional: an authenticator that can answer from memory without blocking.
-        self.remembered: Callable[[Sequence[str]], str | None] | None = getattr(
-            auth, "remembered_principal", None
-        )
+        self.lookup = PrincipalLookup(auth, http, threads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public_paths:
@@ -183,20 +216,10 @@ class AuthMiddleware:
             return
         headers = Headers(scope=scope)
         values = headers.getlist("authorization")
-        if not self.auth.requires_credentials:
-            principal = self.auth.principal_for(values)
-        else:  # unless remembered, a token lookup reads the database: in a worker thread
-            principal = None if self.remembered is None else self.remembered(values)
-            if principal is None:
-                call = functools.partial(self.auth.principal_for, values)
-                principal = await self.threads.run(call, self.http.request_timeout)
+        principal = await self.lookup(values)
         if principal is None:
             url = base_url(headers, scope["scheme"], self.http)
-            await json_response(
-                401,
-                {"error": "invalid_token", "error_description": "Missing or invalid access token"},
-                {"WWW-Authenticate": challenge(url, presented=bool(values))},
-            )(scope, receive, send)
+            await unauthorized(url, presented=bool(values))(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)

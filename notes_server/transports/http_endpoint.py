@@ -76,12 +76,19 @@ def json_content_type(header: str) -> bool:
 
 def media_problem(request: Request) -> Response | None:
     """406 unless both response types are acceptable; 415 unless the body is UTF-8 JSON."""
-    accepted = _media_types(request.headers.get("accept", ""))
+    return media_problem_for(
+        request.headers.get("accept", ""), request.headers.get("content-type", "")
+    )
+
+
+def media_problem_for(accept: str, content_type: str) -> Response | None:
+    """`media_problem` from the (first) `Accept` and `Content-Type` values."""
+    accepted = _media_types(accept)
     if not {"application/json", "text/event-stream"} <= accepted:
         return error_response(
             406, "Not Acceptable: Accept must list application/json and text/event-stream"
         )
-    if not json_content_type(request.headers.get("content-type", "")):
+    if not json_content_type(content_type):
         return error_response(
             415, "Unsupported Media Type: Content-Type must be application/json (UTF-8)"
         )
@@ -184,16 +191,10 @@ def _final(body: bytes, work: asyncio.Future[Reply]) -> bytes:
     return encode_error(request_id, internal_error(failure, "an HTTP request"))
 
 
-def mcp_routes(
-    server: McpServer,
-    http: HttpSettings,
-    threads: WorkerThreads,
-    legacy: LegacyFactory | None = None,
-) -> list[BaseRoute]:
+def mcp_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
     """`POST /mcp`, the Streamable HTTP endpoint (and `DELETE /mcp` with legacy sessions)."""
-    if legacy is None:
-        return [Route(MCP_PATH, McpEndpoint(server, http, threads).post, methods=["POST"])]
-    endpoint = McpEndpoint(server, http, threads, legacy(threads))
+    if endpoint.legacy is None:
+        return [Route(MCP_PATH, endpoint.post, methods=["POST"])]
     return [Route(MCP_PATH, endpoint.dispatch, methods=["POST", "DELETE"])]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.errors import INTERNAL_ERROR
@@ -42,9 +43,12 @@ class ErrorMiddleware:
         except Exception as exc:
             if started:
                 raise  # too late for an answer: the server closes the connection
-            if isinstance(exc, RequestTimeout):
-                response = error_response(503, str(exc), code=INTERNAL_ERROR)
-            else:
-                error = internal_error(exc, "an HTTP request")
-                response = error_response(500, str(error["message"]), code=INTERNAL_ERROR)
-            await response(scope, receive, send)
+            await failure_response(exc)(scope, receive, send)
+
+
+def failure_response(exc: Exception) -> Response:
+    """503 for a timeout, else 500 (the cause logged, named only when it is a database fault)."""
+    if isinstance(exc, RequestTimeout):
+        return error_response(503, str(exc), code=INTERNAL_ERROR)
+    error = internal_error(exc, "an HTTP request")
+    return error_response(500, str(error["message"]), code=INTERNAL_ERROR)

@@ -30,6 +30,7 @@ from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
+    Request,
     RequestId,
     decode,
     encode_error,
@@ -88,6 +89,18 @@ def exchange(
         message = decode(body)
     except DecodeFailure as failure:
         return _error(failure.request_id, to_wire(failure.error), handler=False)
+    return answer(server, message, headers, principal, notify)
+
+
+def answer(
+    server: McpServer,
+    message: Request | Notification,
+    headers: HeaderValues,
+    principal: str,
+    notify: Emit | None = None,
+) -> Reply:
+    """`exchange` for a body already decoded (the single-pass handler decodes once to tell
+    modern traffic from 2025-era sessions)."""
     if isinstance(message, Notification):
         server.handle_notification(message)
         return Reply(202, None)

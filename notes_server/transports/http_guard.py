@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -71,7 +72,7 @@ def origin_host(value: str) -> str | None:
     return _parsed(_ORIGIN_VALUE, value)
 
 
-def same_origin(origin: str, hosts: list[str]) -> bool:
+def same_origin(origin: str, hosts: Sequence[str]) -> bool:
     """The `Origin` names exactly the one `Host` this request was sent to (host and port)."""
     if len(hosts) != 1 or origin_host(origin) is None or host_name(hosts[0]) is None:
         return False
@@ -96,16 +97,47 @@ class OriginPolicy:
         return self.loopback and is_loopback_name(host)
 
 
+class HostOriginCheck:
+    """The guard's verdict from the `Host` and `Origin` values alone, so that the middleware
+    and the single-pass `POST /mcp` handler (`http_fastpath`) judge exactly alike."""
+
+    def __init__(self, http: HttpSettings) -> None:
+        self.loopback = http.loopback
+        self.origin_allowed = OriginPolicy(http)
+        public = urlsplit(http.public_url or "").hostname
+        self.public_host = public.lower() if public else None
+
+    def problem(
+        self, hosts: Sequence[str], origins: Sequence[str], own_forms: bool = False
+    ) -> str | None:
+        """Why the request is refused (403), or None; `own_forms`: the path serves its own
+        HTML forms, so an Origin naming exactly this request's Host passes too."""
+        if self.loopback and not self.host_allowed(hosts):
+            return "Forbidden: Host not allowed"
+        if not origins:
+            return None
+        if len(origins) == 1 and own_forms and same_origin(origins[0], hosts):
+            return None
+        if len(origins) > 1 or not self.origin_allowed(origins[0]):
+            return "Forbidden: Origin not allowed"
+        return None
+
+    def host_allowed(self, values: Sequence[str]) -> bool:
+        if len(values) != 1:
+            return False
+        name = host_name(values[0])
+        if name is None:
+            return False
+        return is_loopback_name(name) or (name.strip("[]") == self.public_host)
+
+
 class OriginHostGuard:
     def __init__(
         self, app: ASGIApp, http: HttpSettings, same_origin_paths: frozenset[str] = frozenset()
     ) -> None:
         self.app = app
         self.same_origin_paths = same_origin_paths
-        self.loopback = http.loopback
-        self.origin_allowed = OriginPolicy(http)
-        public = urlsplit(http.public_url or "").hostname
-        self.public_host = public.lower() if public else None
+        self.check = HostOriginCheck(http)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -121,21 +153,4 @@ class OriginHostGuard:
         await self.app(scope, receive, send)
 
     def problem(self, headers: Headers, own_forms: bool = False) -> str | None:
-        if self.loopback and not self.host_allowed(headers.getlist("host")):
-            return "Forbidden: Host not allowed"
-        origins = headers.getlist("origin")
-        if not origins:
-            return None
-        if len(origins) == 1 and own_forms and same_origin(origins[0], headers.getlist("host")):
-            return None
-        if len(origins) > 1 or not self.origin_allowed(origins[0]):
-            return "Forbidden: Origin not allowed"
-        return None
-
-    def host_allowed(self, values: list[str]) -> bool:
-        if len(values) != 1:
-            return False
-        name = host_name(values[0])
-        if name is None:
-            return False
-        return is_loopback_name(name) or (name.strip("[]") == self.public_host)
+        return self.check.problem(headers.getlist("host"), headers.getlist("origin"), own_forms)

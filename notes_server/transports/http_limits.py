@@ -9,6 +9,8 @@ here always comes before any response has started.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Generator, Iterator
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -54,17 +56,65 @@ class BoundedBody:
             if self.declared is not None and not within(self.declared, self.limit):
                 raise BodyTooLarge
             self.deadline = asyncio.get_running_loop().time() + self.timeout
-        try:
-            async with asyncio.timeout_at(self.deadline):
-                message = await self.receive()
-        except TimeoutError:
-            raise BodyTooSlow from None
+        message = await self._within_deadline(self.deadline)
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.done = True
         self.size += len(message.get("body", b""))
         if self.size > self.limit:
             raise BodyTooLarge
         return message
+
+    async def _within_deadline(self, deadline: float) -> Message:
+        """The next message, waiting at most until `deadline`. A message that is already in
+        (a small body arrives with its head) is taken without a wait, and so without the cost
+        of arming a timeout (~11 µs, a tenth of a whole request): the read is started by hand
+        and only one that suspends is finished under the deadline."""
+        read: Iterator[Any] = self.receive().__await__()
+        try:
+            pending = next(read)
+        except StopIteration as done:
+            message: Message = done.value
+            return message
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await _Resumed(read, pending)
+        except TimeoutError:
+            raise BodyTooSlow from None
+
+
+class _Resumed:
+    """Await the rest of a read started by hand: what it waits on goes to the event loop and
+    the outcome back to it, as `yield from` would have done from the start (PEP 380: `next`
+    for None, `send` otherwise; `throw` and `close` where the iterator has them, since an
+    ASGI server's awaitable need not be a generator)."""
+
+    __slots__ = ("pending", "read")
+
+    def __init__(self, read: Iterator[Any], pending: Any) -> None:
+        self.read = read
+        self.pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Message]:
+        read, pending = self.read, self.pending
+        while True:
+            try:
+                try:
+                    sent = yield pending
+                except GeneratorExit:
+                    close = getattr(read, "close", None)
+                    if close is not None:
+                        close()
+                    raise
+                except BaseException as exc:  # a cancellation (the deadline) goes into the read
+                    throw = getattr(read, "throw", None)
+                    if throw is None:
+                        raise
+                    pending = throw(exc)
+                else:
+                    pending = next(read) if sent is None else read.send(sent)  # type: ignore[attr-defined]
+            except StopIteration as done:
+                message: Message = done.value
+                return message
 
 
 class BodyLimitMiddleware:
