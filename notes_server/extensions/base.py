@@ -7,7 +7,7 @@ entries for `server/discover`, tools, resource providers (one per URI scheme), a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
 """(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
+
+ToolMetaVariant = Callable[[Mapping[str, Any]], Hashable]
+"""The request's client capabilities -> the small key `tool_meta`'s answers depend on."""
 
 RouteFactory = Callable[[], "Sequence[BaseRoute]"]
 
@@ -43,7 +46,10 @@ class Extension:
     """One extension's contributions. Everything is optional except the name.
 
     `http_routes` is a factory, called only when an HTTP app is built, so that a stdio start
-    never imports Starlette for an extension's routes.
+    never imports Starlette for an extension's routes. `tool_meta_variant`, when given, names
+    everything `tool_meta` depends on as a small key (say, whether the request declares the
+    extension): `tools/list` is then one dict hit on bytes encoded per key, instead of calling
+    the hook for every tool of every request.
     """
 
     name: str
@@ -52,4 +58,5 @@ class Extension:
     tools: Sequence[Tool] = ()
     resource_providers: Mapping[str, ResourceProvider] = field(default_factory=dict)
     tool_meta: ToolMetaHook | None = None
+    tool_meta_variant: ToolMetaVariant | None = None
     http_routes: RouteFactory = no_routes
