@@ -8,8 +8,8 @@ entries for `server/discover`, tools, resource providers (one per URI scheme), a
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -41,9 +41,13 @@ def no_routes() -> Sequence[BaseRoute]:
     return ()
 
 
-@dataclass(frozen=True)
-class Extension:
-    """One extension's contributions. Everything is optional except the name.
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Extension(NamedTuple):
+    """One extension's contributions. Everything is optional except the name. (A NamedTuple,
+    not a frozen dataclass: the same immutable record, without compiling six methods at every
+    start.)
 
     `http_routes` is a factory, called only when an HTTP app is built, so that a stdio start
     never imports Starlette for an extension's routes. `tool_meta_variant`, when given, names
@@ -53,10 +57,10 @@ class Extension:
     """
 
     name: str
-    capabilities: Mapping[str, Any] = field(default_factory=dict)
-    extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    capabilities: Mapping[str, Any] = EMPTY
+    extensions: Mapping[str, Mapping[str, Any]] = EMPTY
     tools: Sequence[Tool] = ()
-    resource_providers: Mapping[str, ResourceProvider] = field(default_factory=dict)
+    resource_providers: Mapping[str, ResourceProvider] = EMPTY
     tool_meta: ToolMetaHook | None = None
     tool_meta_variant: ToolMetaVariant | None = None
     http_routes: RouteFactory = no_routes
