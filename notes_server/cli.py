@@ -17,6 +17,7 @@ from notes_server.cli_database import ensure_schema
 from notes_server.cli_errors import StartupFailure
 from notes_server.cli_faults import database_faults
 from notes_server.cli_http import http_options, serve_http
+from notes_server.cli_lazy import LazyCommands
 from notes_server.cli_sandbox import confine_serving
 from notes_server.config import Settings, SettingsError, build_settings
 
@@ -198,19 +199,68 @@ def _warm_up(services: Any) -> None:
         logging.getLogger("notes_server").exception("database warm-up failed")
 
 
-from notes_server import cli_folders  # noqa: E402
-from notes_server.cli_audit import audit  # noqa: E402
-from notes_server.cli_call import call  # noqa: E402
-from notes_server.cli_host_config import host_config  # noqa: E402
-from notes_server.cli_token import token  # noqa: E402
-from notes_server.cli_workspace import workspace  # noqa: E402
+def _workspace() -> click.Command:
+    from notes_server.cli_folders import mirror
+    from notes_server.cli_workspace import workspace
 
-main.add_command(workspace)
-main.add_command(token)
-main.add_command(call)
-main.add_command(audit)
-main.add_command(host_config)
-main.add_command(cli_folders.import_)
-main.add_command(cli_folders.export)
-main.add_command(cli_folders.sync)
-workspace.add_command(cli_folders.mirror)
+    workspace.add_command(mirror)
+    return workspace
+
+
+def _token() -> click.Command:
+    from notes_server.cli_token import token
+
+    return token
+
+
+def _call() -> click.Command:
+    from notes_server.cli_call import call
+
+    return call
+
+
+def _audit() -> click.Command:
+    from notes_server.cli_audit import audit
+
+    return audit
+
+
+def _host_config() -> click.Command:
+    from notes_server.cli_host_config import host_config
+
+    return host_config
+
+
+def _import() -> click.Command:
+    from notes_server.cli_folders import import_
+
+    return import_
+
+
+def _export() -> click.Command:
+    from notes_server.cli_folders import export
+
+    return export
+
+
+def _sync() -> click.Command:
+    from notes_server.cli_folders import sync
+
+    return sync
+
+
+# The only lazy boundary of the command line: `serve` (every stdio start) must not import the
+# modules of the other commands (`call`'s client alone is ~5 ms); `--help` loads them all.
+main.commands = LazyCommands(
+    main.commands,
+    {
+        "workspace": _workspace,
+        "token": _token,
+        "call": _call,
+        "audit": _audit,
+        "host-config": _host_config,
+        "import": _import,
+        "export": _export,
+        "sync": _sync,
+    },
+)

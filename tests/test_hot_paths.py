@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from helpers import subprocess_env
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine, update
@@ -258,3 +259,52 @@ for name, args in (("notes_search", {{"query": "x"}}), ("notes_read", {{"noteId"
 print(json.dumps(["sqlalchemy" in sys.modules, "sqlalchemy.orm" in sys.modules]))
 """
     assert _run_probe(probe) == [True, False]
+
+
+SERVE_IMPORTTIME = (sys.executable, "-X", "importtime", "-m", "notes_server", "serve")
+
+
+def test_a_stdio_serve_answers_discover_without_loading_the_other_commands(
+    settings: Settings, migrated_engine: Engine, tmp_path: Path
+) -> None:
+    """Cold start: `serve` imports neither the modules of `call`, `token`, `audit`, the folder
+    commands, `host-config`, nor `socket` (the purge listener binds through `_socket`)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "server/discover",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    done = subprocess.run(
+        [*SERVE_IMPORTTIME, "--db", settings.db_url, "--principal", "alice"],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=subprocess_env(tmp_path),
+        cwd=tmp_path,
+    )
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+
+    assert json.loads(done.stdout)["result"]["resultType"] == "complete"
+    assert "notes_server.cli" in imported
+    unwanted = {
+        "notes_server.cli_call",
+        "notes_server.client.session",
+        "notes_server.cli_token",
+        "notes_server.cli_audit",
+        "notes_server.cli_folders",
+        "notes_server.cli_host_config",
+        "notes_server.cli_workspace",
+        "socket",
+    }
+    assert sorted(unwanted & imported) == []

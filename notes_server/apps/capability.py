@@ -17,7 +17,7 @@ APP_MIME = "text/html;profile=mcp-app"
 
 def declares_ui(capabilities: Mapping[str, Any]) -> bool:
     extensions = capabilities.get("extensions")
-    if not isinstance(extensions, Mapping):
+    if not extensions or not isinstance(extensions, Mapping):  # cheap test first: most lack it
         return False
     entry = extensions.get(UI_EXTENSION)
     if not isinstance(entry, Mapping):

@@ -29,4 +29,5 @@ def apps_extension(services: Services) -> Extension:
         tools=[NotesTimeline(services), NotesOpen(services)],
         resource_providers={"ui": UiResources()},
         tool_meta=ui_meta,
+        tool_meta_variant=declares_ui,
     )

@@ -7,9 +7,9 @@ entries for `server/discover`, tools, resource providers (one per URI scheme), a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
 """(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
+
+ToolMetaVariant = Callable[[Mapping[str, Any]], Hashable]
+"""The request's client capabilities -> the small key `tool_meta`'s answers depend on."""
 
 RouteFactory = Callable[[], "Sequence[BaseRoute]"]
 
@@ -38,18 +41,26 @@ def no_routes() -> Sequence[BaseRoute]:
     return ()
 
 
-@dataclass(frozen=True)
-class Extension:
-    """One extension's contributions. Everything is optional except the name.
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Extension(NamedTuple):
+    """One extension's contributions. Everything is optional except the name. (A NamedTuple,
+    not a frozen dataclass: the same immutable record, without compiling six methods at every
+    start.)
 
     `http_routes` is a factory, called only when an HTTP app is built, so that a stdio start
-    never imports Starlette for an extension's routes.
+    never imports Starlette for an extension's routes. `tool_meta_variant`, when given, names
+    everything `tool_meta` depends on as a small key (say, whether the request declares the
+    extension): `tools/list` is then one dict hit on bytes encoded per key, instead of calling
+    the hook for every tool of every request.
     """
 
     name: str
-    capabilities: Mapping[str, Any] = field(default_factory=dict)
-    extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    capabilities: Mapping[str, Any] = EMPTY
+    extensions: Mapping[str, Mapping[str, Any]] = EMPTY
     tools: Sequence[Tool] = ()
-    resource_providers: Mapping[str, ResourceProvider] = field(default_factory=dict)
+    resource_providers: Mapping[str, ResourceProvider] = EMPTY
     tool_meta: ToolMetaHook | None = None
+    tool_meta_variant: ToolMetaVariant | None = None
     http_routes: RouteFactory = no_routes

@@ -44,8 +44,14 @@ class ExtensionRegistry:
                 raise ExtensionConflict(
                     f"extension {owner!r}: {scheme!r} is not a lower-case URI scheme"
                 )
-        hooks = [e.tool_meta for e in self.extensions if e.tool_meta is not None]
-        self.tools = ToolRegistry([t for e in self.extensions for t in e.tools], hooks)
+        hooked = [e for e in self.extensions if e.tool_meta is not None]
+        hooks = [e.tool_meta for e in hooked if e.tool_meta is not None]
+        variants = [e.tool_meta_variant for e in hooked if e.tool_meta_variant is not None]
+        self.tools = ToolRegistry(
+            [t for e in self.extensions for t in e.tools],
+            hooks,
+            variants if len(variants) == len(hooks) else None,
+        )
         self.resources = ResourceRouter([(s, p) for s, p, _ in providers])
         self.capabilities = _capabilities(self.extensions, bool(providers))
 

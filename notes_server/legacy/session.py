@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled, dump
@@ -72,9 +71,9 @@ log = logging.getLogger("notes_server.legacy")
 __all__ = ["MAX_ROUNDS", "LegacyHandler", "LegacySession", "Outcome", "start_session"]
 
 
-@dataclass(frozen=True, slots=True)
-class LegacySession:
-    """What `initialize` negotiated, and the client's roots once known (`roots_known`)."""
+class LegacySession(NamedTuple):
+    """What `initialize` negotiated, and the client's roots once known (`roots_known`). A
+    NamedTuple: immutable, and unlike a dataclass nothing to compile at start."""
 
     version: str
     capabilities: dict[str, Any]

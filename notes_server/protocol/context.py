@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from notes_server.protocol.envelope import RequestId
 from notes_server.security.uri import WorkspaceUri
 from notes_server.tools.base import ProgressSink
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
+    """Immutable; a NamedTuple, which is cheaper per request than a frozen dataclass and
+    compiles nothing at start."""
+
     request_id: RequestId
     method: str
     principal: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
@@ -91,7 +91,7 @@ class McpServer:
         self.server_info = server_info
         self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
         self._static: dict[str, EncodedResult] = {}
-        self._variants: dict[tuple[str, bytes], EncodedResult] = {}
+        self._variants: dict[tuple[str, Hashable], EncodedResult] = {}
         self._variants_lock = threading.Lock()
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
@@ -103,13 +103,12 @@ class McpServer:
         return cached
 
     def variant_result(
-        self, key: str, variant: bytes, build: Callable[[], dict[str, Any]]
+        self, key: str, variant: Hashable, build: Callable[[], dict[str, Any]]
     ) -> EncodedResult:
         """A result that depends on the request only through `variant` (say, the `_meta` that
         extensions add for its capabilities). The last few variants stay encoded; the bound
         keeps a client that varies its capabilities from growing the cache."""
-        with self._variants_lock:
-            cached = self._variants.get((key, variant))
+        cached = self._variants.get((key, variant))  # one dict read: atomic, no lock
         if cached is not None:
             return cached
         cached = EncodedResult({**build(), "_meta": {META_SERVER_INFO: self.server_info}})

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
 from notes_server.jsontext import dump_bytes
@@ -27,15 +26,15 @@ _TOO_DEEP = f"Invalid Request: message nests deeper than {MAX_DEPTH} levels"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+# Messages, and the per-request records built from them, are NamedTuples rather than frozen
+# dataclasses: as immutable, cheaper to build per request, and no methods compiled at start.
+class Request(NamedTuple):
     id: RequestId
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(NamedTuple):
     method: str
     params: dict[str, Any]
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from notes_server.capabilities import allows_form_elicitation
 from notes_server.errors import InvalidParams, UnsupportedVersion
@@ -24,8 +23,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ClientMeta:
+class ClientMeta(NamedTuple):  # a NamedTuple, like the other per-request records
     protocol_version: str
     capabilities: dict[str, Any]
     client_info: dict[str, Any] | None

@@ -60,12 +60,16 @@ def tools_list(server: ServerView, ctx: RequestContext, params: dict[str, Any]) 
         )
     # The descriptors follow this request's client capabilities: a shared cache keyed on the
     # method alone could hand one client's variant to another, so the list is never public.
-    metas = registry.metas_for(ctx.capabilities)
-    return server.variant_result(
-        "tools/list",
-        dump_bytes(metas),
-        lambda: _cacheable({"tools": registry.listing_with(metas)}, "private", LIST_TTL_MS),
-    )
+    capabilities = ctx.capabilities
+
+    def build() -> dict[str, Any]:
+        listing = registry.listing_with(registry.metas_for(capabilities))
+        return _cacheable({"tools": listing}, "private", LIST_TTL_MS)
+
+    key = registry.variant_key(capabilities)
+    if key is None:  # some hook declares no variant: key on what the hooks answer
+        key = dump_bytes(registry.metas_for(capabilities))
+    return server.variant_result("tools/list", key, build)
 
 
 def _mrtr_params(params: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:

@@ -3,7 +3,7 @@ dispatcher implements it, and neither module imports the other's definitions in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from notes_server.extensions.base import ResourceProvider
@@ -27,6 +27,6 @@ class ServerView(Protocol):
         """A result identical for every request, built once."""
 
     def variant_result(
-        self, key: str, variant: bytes, build: Callable[[], dict[str, Any]]
+        self, key: str, variant: Hashable, build: Callable[[], dict[str, Any]]
     ) -> EncodedResult:
         """A result that depends on the request only through `variant`; a few kept, bounded."""

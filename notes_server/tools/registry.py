@@ -8,12 +8,12 @@ Tool subclasses; it becomes an extension of its own, named after the module.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from notes_server.apps.extension import apps_extension
 from notes_server.config import SettingsError
-from notes_server.extensions.base import Extension, ToolMetaHook
+from notes_server.extensions.base import Extension, ToolMetaHook, ToolMetaVariant
 from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
@@ -41,9 +41,15 @@ SHIPPED: tuple[type[Tool], ...] = (
 
 class ToolRegistry:
     """Tools by name, in order. `meta_hooks` add `_meta` to descriptors per request; without
-    them the listing is the same for every request (and the server caches its bytes)."""
+    them the listing is the same for every request (and the server caches its bytes).
+    `variants`, one per hook when every hook has one, key the listing per request cheaply."""
 
-    def __init__(self, tools: Iterable[Tool], meta_hooks: Sequence[ToolMetaHook] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        meta_hooks: Sequence[ToolMetaHook] = (),
+        variants: Sequence[ToolMetaVariant] | None = None,
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
@@ -51,6 +57,7 @@ class ToolRegistry:
             self._tools[tool.name] = tool
         self._listing = [tool.describe() for tool in self._tools.values()]
         self._hooks = tuple(meta_hooks)
+        self._variant_key = _variant_key(variants)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -63,6 +70,11 @@ class ToolRegistry:
     def varies(self) -> bool:
         """Whether the listing may depend on the request's client capabilities."""
         return bool(self._hooks)
+
+    def variant_key(self, capabilities: Mapping[str, Any]) -> Hashable | None:
+        """A small key for the listing these client capabilities get (equal keys, equal
+        listings); None when some hook declares no variant (then only `metas_for` tells)."""
+        return None if self._variant_key is None else self._variant_key(capabilities)
 
     def metas_for(self, capabilities: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """Per tool, in order, the `_meta` entries the hooks add for these client capabilities
@@ -85,6 +97,17 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+
+def _variant_key(
+    variants: Sequence[ToolMetaVariant] | None,
+) -> Callable[[Mapping[str, Any]], Hashable] | None:
+    """One variant is its own key (the common case: one call per `tools/list`)."""
+    if variants is None:
+        return None
+    if len(variants) == 1:
+        return variants[0]
+    return lambda capabilities: tuple(variant(capabilities) for variant in variants)
 
 
 def notes_extension(services: Services) -> Extension:

@@ -356,3 +356,32 @@ def test_every_client_gets_its_own_variant_however_many_there_are(
             raw = server.handle_raw(json.dumps(make_request("tools/list", caps=caps)), "alice")
             (tool,) = json.loads(raw or b"")["result"]["tools"]
             assert tool["_meta"] == {"com.example/echo": {"n": value}}, round_
+
+
+def test_a_hook_with_a_declared_variant_runs_once_per_variant_not_per_request(
+    settings: Settings, services: Services
+) -> None:
+    calls: list[bool] = []
+
+    def meta(tool: Tool, capabilities: Mapping[str, Any]) -> dict[str, Any] | None:
+        capable = "echo" in capabilities.get("experimental", {})
+        calls.append(capable)
+        return {"com.example/echo": "on"} if capable else None
+
+    def variant(capabilities: Mapping[str, Any]) -> bool:
+        return "echo" in capabilities.get("experimental", {})
+
+    echo = Extension("echo", tools=[EchoTool(services)], tool_meta=meta, tool_meta_variant=variant)
+    server = create_app(settings, services, [echo])
+    listings = []
+    for value in range(10):
+        for caps in ({"experimental": {"echo": value}}, {"elicitation": {"form": {}}}):
+            raw = server.handle_raw(json.dumps(make_request("tools/list", caps=caps)), "alice")
+            listings.append(json.loads(raw or b"")["result"])
+
+    capable, plain = listings[0], listings[1]
+    assert capable["tools"][0]["_meta"] == {"com.example/echo": "on"}
+    assert "_meta" not in plain["tools"][0]
+    assert capable["cacheScope"] == plain["cacheScope"] == "private"
+    assert listings == [capable, plain] * 10
+    assert calls == [True, False]
