@@ -182,11 +182,14 @@ class SqlLegacySessions:
         return None if row is None else Answer(row[0], bool(row[1]))
 
     def close(self, session_hash: str, request_id: str) -> None:
+        """Forget an answered or abandoned question. A cancelled one stays until it expires:
+        it is the call's cancellation, which a later round (or page wait) must still see."""
         with write_tx(self.engine) as conn:
             conn.execute(
                 delete(questions).where(
                     questions.c.session_hash == session_hash,
                     questions.c.request_id == request_id,
+                    questions.c.cancelled.is_(False),
                 )
             )
 

@@ -86,3 +86,19 @@ def test_a_cancel_marks_the_open_questions_of_that_call(migrated_engine: Engine)
 
     answer = repo.poll("h", "s-1")
     assert answer is not None and answer.cancelled
+
+
+def test_a_cancel_that_lands_after_the_answer_still_stops_the_next_question(
+    migrated_engine: Engine,
+) -> None:
+    """The answer is read, the cancellation marks the still-open question, then the question
+    is closed: the call's next question (another round, or the wait on a page) is not asked."""
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    assert repo.ask("h", "s-1", "k", NOW + timedelta(minutes=5))
+    assert repo.answer("h", "s-1", '{"result":{"action":"accept"}}', NOW)
+
+    repo.cancel("h", "k", NOW + timedelta(minutes=5))
+    repo.close("h", "s-1")
+
+    assert repo.ask("h", "page-1", "k", NOW + timedelta(minutes=5)) is False
+    assert repo.ask("h", "s-2", "other", NOW + timedelta(minutes=5)) is True
