@@ -58,7 +58,7 @@ def load(server: HttpServer, impl: str, clients: int, seconds: float) -> tuple[P
     for proc in procs:
         out, _ = proc.communicate(timeout=300)
         if proc.returncode:
-            raise RuntimeError(f"2025-11-25 HTTP client failed ({proc.returncode})")
+            raise RuntimeError(f"2025-11-25 HTTP client of {impl} failed ({proc.returncode})")
         outcomes.append(json.loads(out))
     rounds = sum(o["iterations"] for o in outcomes)
     point: Point = {"rate": rounds / max(o["elapsed"] for o in outcomes)}
@@ -159,6 +159,7 @@ def write_plot(results: Results, path: Path) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
     except ImportError:
         return False
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
@@ -179,6 +180,8 @@ def write_plot(results: Results, path: Path) -> bool:
         ax.grid(True, alpha=0.3)
         if key != "rate":
             ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.yaxis.set_minor_formatter(NullFormatter())
     axes[0].legend(fontsize=8)
     fig.suptitle(
         "2025-11-25 HTTP sessions, 1 worker: create + read + confirmed delete per round",
