@@ -34,7 +34,8 @@ Point = dict[str, float]
 
 
 def load(server: HttpServer, impl: str, clients: int, seconds: float) -> tuple[Point, int]:
-    """One point of the curve: (rounds/s and p50/p99 ms per operation, rounds run)."""
+    """One point of the curve: (rounds/s, p50/p99 ms per operation, server CPU ms per round;
+    rounds run)."""
     start_at = time.time() + 1.0 + 0.08 * clients
     env = {**os.environ, "NOTES_BENCH_TOKEN": server.token}
     procs = [
@@ -54,14 +55,20 @@ def load(server: HttpServer, impl: str, clients: int, seconds: float) -> tuple[P
         )
         for n in range(clients)
     ]
+    cpu_before = server.cpu_seconds()
     outcomes = []
     for proc in procs:
         out, _ = proc.communicate(timeout=300)
         if proc.returncode:
             raise RuntimeError(f"2025-11-25 HTTP client of {impl} failed ({proc.returncode})")
         outcomes.append(json.loads(out))
+    cpu = server.cpu_seconds() - cpu_before
     rounds = sum(o["iterations"] for o in outcomes)
-    point: Point = {"rate": rounds / max(o["elapsed"] for o in outcomes)}
+    # The CPU includes each client's session opening and warm-up round, counted as rounds.
+    point: Point = {
+        "rate": rounds / max(o["elapsed"] for o in outcomes),
+        "cpu_ms": 1000 * cpu / (rounds + clients),
+    }
     for op in OPERATIONS:
         latencies = [x for o in outcomes for x in o["lat"][op]]
         point[f"{op}_p50"] = percentile(latencies, 50) / 1000
@@ -133,6 +140,7 @@ def _table(results: Results, curve: dict[str, list[tuple[int, Point]]], clients:
             f"{LABELS[impl]} read p50 / p99 ms",
             f"{LABELS[impl]} delete (with elicitation) p50 / p99 ms",
             f"{LABELS[impl]} create p99 ms",
+            f"{LABELS[impl]} server CPU ms / round",
         ]
     rows = []
     for n, count in enumerate(clients):
@@ -144,6 +152,7 @@ def _table(results: Results, curve: dict[str, list[tuple[int, Point]]], clients:
                 f"{fmt(p['read_p50'])} / {fmt(p['read_p99'])}",
                 f"{fmt(p['delete_p50'])} / {fmt(p['delete_p99'])}",
                 fmt(p["create_p99"]),
+                fmt(p["cpu_ms"]),
             ]
         rows.append(row)
     results.tables[TITLE] = (header, rows)
