@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 VERSION = "2025-11-25"
+IDLE_S = 4.0  # reconnect rather than reuse a connection idle this long
 
 
 class Connection:
@@ -45,9 +46,14 @@ class Connection:
         self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=60)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
+        self.used = time.monotonic()
 
     def post(self, extra_headers: str, body: bytes) -> tuple[int, dict[bytes, bytes]]:
         """Send one POST; (status, lower-cased headers) of its reply, the body left to read."""
+        now = time.monotonic()
+        if now - self.used > IDLE_S:  # as an HTTP client's pool does, before the server would
+            self.connect()
+        self.used = now
         self.sock.sendall(
             (f"{self.head}{extra_headers}Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
             + body
@@ -102,6 +108,7 @@ class Connection:
         if not chunk:
             raise SystemExit("the server closed the connection")
         self.buffer += chunk
+        self.used = time.monotonic()
 
 
 def messages(conn: Connection, headers: dict[bytes, bytes]) -> Iterator[dict[str, Any]]:
