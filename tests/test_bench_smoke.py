@@ -50,6 +50,10 @@ def test_quick_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> None:
     assert "PostgreSQL" in report  # measured, or recorded as skipped
     plot = (out / "latency.png").read_bytes()
     assert plot.startswith(b"\x89PNG"), "latency.png is not a PNG"
+    assert "2025-11-25 HTTP sessions" in report  # the curve with elicitation round trips
+    assert "no benchmark note was left" in report  # its end check ran and passed
+    legacy_plot = (out / "http-legacy-load.png").read_bytes()
+    assert legacy_plot.startswith(b"\x89PNG"), "http-legacy-load.png is not a PNG"
 
 
 @needs_bench_extra

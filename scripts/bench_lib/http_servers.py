@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench_lib.common import (
@@ -88,7 +89,15 @@ def post(port: int, body: bytes, token: str | None) -> tuple[int, bytes]:
 
 class HttpServer:
     def __init__(
-        self, impl: str, db: str, workers: int, logfile: Path, token: str, floor_reply: Path
+        self,
+        impl: str,
+        db: str,
+        workers: int,
+        logfile: Path,
+        token: str,
+        floor_reply: Path,
+        *,
+        peer_args: Sequence[str] = (),
     ) -> None:
         self.port = free_port()
         self.token = token
@@ -96,7 +105,7 @@ class HttpServer:
         if impl == OURS:
             cmd = ours_cmd(db, extra=[*extra, "--auth", "token"])
         elif impl == PEER:
-            cmd = peer_cmd(db, extra=extra)
+            cmd = peer_cmd(db, extra=[*extra, *peer_args])
         else:
             cmd = [VENV_PY, FLOOR_APP, str(self.port), str(floor_reply)]
         self._log = logfile.open("ab")

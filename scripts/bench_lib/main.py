@@ -18,6 +18,7 @@ from bench_lib import (
     deletes,
     http_bench,
     http_load,
+    legacy_http_load,
     pg,
     report,
     search,
@@ -26,7 +27,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "pg")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Plan:
     http_seconds: float
     http_clients: int
     http_curve: tuple[int, ...]
+    legacy_http_curve: tuple[int, ...]
+    legacy_http_seconds: float
     pg_clients: tuple[int, ...]
     pg_reps: int
     pg_seconds: float
@@ -74,6 +77,8 @@ FULL = Plan(
     http_seconds=2.0,
     http_clients=4,
     http_curve=(1, 4, 16, 64),
+    legacy_http_curve=(1, 4, 16, 64),
+    legacy_http_seconds=4.0,
     pg_clients=(1, 8, 16),
     pg_reps=3,
     pg_seconds=3.0,
@@ -98,6 +103,8 @@ QUICK = Plan(
     http_seconds=0.5,
     http_clients=4,
     http_curve=(1, 4),
+    legacy_http_curve=(1, 4),
+    legacy_http_seconds=0.5,
     pg_clients=(1, 16),
     pg_reps=1,
     pg_seconds=1.0,
@@ -129,7 +136,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(SUITES),
-        help=f"comma-separated subset of {', '.join(SUITES)} (pg: PostgreSQL beside SQLite, on "
+        help=f"comma-separated subset of {', '.join(SUITES)} (legacy-http: 2025-11-25 HTTP "
+        "sessions with an elicitation round trip per round, 1 to 64 clients; pg: PostgreSQL "
+        "beside SQLite, on "
         "throw-away databases of the server at $NOTES_BENCH_PG_URL, default the local one; "
         "skipped, with a note in the report, when no server is reachable)",
     )
@@ -185,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
         if http_load.write_plot(results, load_plot):
             where = os.path.relpath(load_plot, md_path.parent)
             results.notes.append(f"HTTP latency vs load: ![HTTP latency vs load]({where})")
+        legacy_plot = plot_path.parent / "http-legacy-load.png"
+        if legacy_http_load.write_plot(results, legacy_plot):
+            where = os.path.relpath(legacy_plot, md_path.parent)
+            results.notes.append(
+                f"2025-11-25 HTTP sessions vs load: ![2025-11-25 HTTP latency vs load]({where})"
+            )
         shown = [a for a in argv if not a.startswith("--out") and a != str(args.out)]
         report.write_markdown(results, md_path, plot_path if wrote_plot else None, shown)
         dump = args.cache_dir / ("last-run-quick.json" if args.quick else "last-run.json")
@@ -261,6 +276,16 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             curve=list(plan.http_curve),
         )
         results.timings["http"] = time.perf_counter() - t0
+    if "legacy-http" in only:
+        t0 = time.perf_counter()
+        legacy_http_load.run(
+            results,
+            base.path,
+            workdir,
+            clients=list(plan.legacy_http_curve),
+            seconds=plan.legacy_http_seconds,
+        )
+        results.timings["2025-11-25 http"] = time.perf_counter() - t0
     if "pg" in only:
         t0 = time.perf_counter()
         pg.run(

@@ -19,10 +19,15 @@ SDK usage follows the SDK documentation, nothing tuned either way:
 - stdio: `mcp.run()`; the SDK serves 2026-07-28 natively when the first request carries the
   per-request `_meta` envelope (no `initialize`). HTTP: `streamable_http_app(stateless_http=True,
   json_response=True)` under uvicorn, N worker processes via an app factory.
+- `--sessions` (HTTP): the SDK's stateful mode for 2025-11-25 clients (`stateless_http=False`,
+  SSE responses, its defaults); `notes_delete` then asks with a server-initiated
+  `elicitation/create` (`ctx.session.elicit_form`, the same form) and deletes in the same
+  transaction as round 2 above.
 
 Usage:
     sdk_notes_server.py --db PATH --principal NAME                       # stdio
     sdk_notes_server.py --db PATH --principal NAME --transport http --port P [--workers N]
+                        [--sessions]
 Environment: SDK_PEER_STATE_KEY (hex, >= 32 bytes) shares the requestState key between
 processes; without it each process seals with its own key.
 """
@@ -42,6 +47,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -59,6 +65,7 @@ from pydantic import BaseModel, Field
 ENV_DB = "SDK_PEER_DB"
 ENV_PRINCIPAL = "SDK_PEER_PRINCIPAL"
 ENV_KEY = "SDK_PEER_STATE_KEY"
+ENV_SESSIONS = "SDK_PEER_SESSIONS"
 BUSY_TIMEOUT_MS = 30_000
 MAX_CANDIDATES = 10
 DENIED = "Workspace is not available to this principal"
@@ -198,7 +205,7 @@ def fts_query(query: str) -> str | None:
 # -- the server -------------------------------------------------------------------------------
 
 
-def build_server(db_path: str, principal: str) -> MCPServer:
+def build_server(db_path: str, principal: str, *, sessions: bool = False) -> MCPServer:
     key = os.environ.get(ENV_KEY)
     security = (
         RequestStateSecurity(keys=[bytes.fromhex(key)], ttl=STATE_TTL)
@@ -308,15 +315,11 @@ def build_server(db_path: str, principal: str) -> MCPServer:
             hits.append(SearchHit(**note.model_dump(exclude={"body"}), snippet=row[9] or ""))
         return SearchResult(notes=hits)
 
-    @mcp.tool(
-        annotations=ToolAnnotations(
-            title="Delete note", read_only_hint=False, destructive_hint=True, idempotent_hint=False
-        )
+    delete_annotations = ToolAnnotations(
+        title="Delete note", read_only_hint=False, destructive_hint=True, idempotent_hint=False
     )
-    def notes_delete(
-        workspaceUri: str, title: Annotated[str, Field(min_length=1, max_length=500)], ctx: Context
-    ) -> DeleteOutcome | InputRequiredResult:
-        """Permanently delete one note whose title matches, after the user picks and confirms."""
+
+    def require_form_elicitation(ctx: Context) -> None:
         caps = ctx.client_capabilities
         elicitation = caps.elicitation if caps is not None else None
         if elicitation is None or (elicitation.form is None and elicitation.url is not None):
@@ -325,11 +328,45 @@ def build_server(db_path: str, principal: str) -> MCPServer:
                 message="This tool asks the user to confirm in a form",
                 data={"requiredCapabilities": {"elicitation": {"form": {}}}},
             )
+
+    def notes_delete(
+        workspaceUri: str, title: Annotated[str, Field(min_length=1, max_length=500)], ctx: Context
+    ) -> DeleteOutcome | InputRequiredResult:
+        """Permanently delete one note whose title matches, after the user picks and confirms."""
+        require_form_elicitation(ctx)
         if ctx.request_state is None:
             return ask_confirmation(workspaceUri, title)
         return apply_confirmation(workspaceUri, title, ctx)
 
+    async def notes_delete_in_session(
+        workspaceUri: str, title: Annotated[str, Field(min_length=1, max_length=500)], ctx: Context
+    ) -> DeleteOutcome:
+        """Permanently delete one note whose title matches, after the user picks and confirms."""
+        # 2025-11-25 sessions: the SDK's server-initiated `elicitation/create` on the call's
+        # SSE stream (`ctx.session.elicit_form`, the schema given as is, like round 1 above);
+        # the database work runs in the worker-thread pool like the plain `def` tools.
+        require_form_elicitation(ctx)
+        form, state = await anyio.to_thread.run_sync(candidates, workspaceUri, title)
+        answer = await ctx.session.elicit_form(
+            message=form.message,
+            requested_schema=form.requested_schema,
+            related_request_id=ctx.request_context.request_id,
+        )
+        return await anyio.to_thread.run_sync(apply_answer, workspaceUri, state, answer)
+
+    if sessions:
+        mcp.tool(name="notes_delete", annotations=delete_annotations)(notes_delete_in_session)
+    else:
+        mcp.tool(annotations=delete_annotations)(notes_delete)
+
     def ask_confirmation(workspace_uri: str, title: str) -> InputRequiredResult:
+        form, state = candidates(workspace_uri, title)
+        return InputRequiredResult(
+            input_requests={"delete_choice": ElicitRequest(params=form)},
+            request_state=json.dumps(state, separators=(",", ":")),
+        )
+
+    def candidates(workspace_uri: str, title: str) -> tuple[ElicitRequestFormParams, Any]:
         conn = store.conn()
         conn.execute("BEGIN")
         try:
@@ -359,14 +396,14 @@ def build_server(db_path: str, principal: str) -> MCPServer:
             },
         )
         state = {"c": [[r[0], r[7]] for r in rows], "n": secrets.token_hex(16), "w": workspace}
-        return InputRequiredResult(
-            input_requests={"delete_choice": ElicitRequest(params=form)},
-            request_state=json.dumps(state, separators=(",", ":")),
-        )
+        return form, state
 
     def apply_confirmation(workspace_uri: str, title: str, ctx: Context) -> DeleteOutcome:
         state = json.loads(ctx.request_state or "{}")
         answer = (ctx.input_responses or {}).get("delete_choice")
+        return apply_answer(workspace_uri, state, answer)
+
+    def apply_answer(workspace_uri: str, state: Any, answer: Any) -> DeleteOutcome:
         if not isinstance(answer, ElicitResult):
             raise MCPError(code=INVALID_PARAMS, message="Invalid confirmation")
         if answer.action != "accept":
@@ -420,7 +457,11 @@ def build_server(db_path: str, principal: str) -> MCPServer:
 
 def http_app() -> Any:
     """uvicorn app factory (used for --workers N): configuration comes from the environment."""
-    server = build_server(os.environ[ENV_DB], os.environ[ENV_PRINCIPAL])
+    sessions = os.environ.get(ENV_SESSIONS) == "1"
+    server = build_server(os.environ[ENV_DB], os.environ[ENV_PRINCIPAL], sessions=sessions)
+    if sessions:
+        # The SDK's stateful mode, as documented: SSE responses, which carry `elicitation/create`.
+        return server.streamable_http_app(stateless_http=False, json_response=False)
     return server.streamable_http_app(stateless_http=True, json_response=True)
 
 
@@ -431,6 +472,12 @@ def main() -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--sessions",
+        action="store_true",
+        help="HTTP: stateful 2025-11-25 sessions (Mcp-Session-Id, SSE), notes_delete confirming "
+        "through a server-initiated elicitation/create (ctx.session.elicit_form)",
+    )
     args = parser.parse_args()
     db = args.db.removeprefix("sqlite:///")
     if args.transport == "stdio":
@@ -440,6 +487,7 @@ def main() -> None:
 
     os.environ[ENV_DB] = db
     os.environ[ENV_PRINCIPAL] = args.principal
+    os.environ[ENV_SESSIONS] = "1" if args.sessions else "0"
     here = os.path.dirname(os.path.abspath(__file__))
     if args.workers == 1:
         uvicorn.run(
