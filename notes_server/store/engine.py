@@ -2,7 +2,8 @@
 
 pysqlite's implicit transaction handling is switched off so that SQLAlchemy's "begin" event can
 emit the BEGIN itself: write transactions take the write lock up front (BEGIN IMMEDIATE) instead of
-upgrading a deferred read lock later, which fails with "database is locked" under contention.
+upgrading a deferred read lock later, which fails with "database is locked" under contention. Read
+transactions on SQLite begin (deferred) on a per-thread held connection instead (store.snapshot).
 
 Each repository (notes, grants, nonces, audit, search) has a portable implementation that runs
 everything through SQLAlchemy Core and a SQLite one that runs its hot statements straight on the
@@ -27,6 +28,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
+from notes_server.store.snapshot import ThreadSnapshots
 
 BUSY_TIMEOUT_MS = 30_000
 # Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
@@ -65,6 +67,8 @@ def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
     event.listen(engine, "begin", _on_begin)
     if store_impl == "core":
         _CORE_ONLY.add(engine.dialect)
+    elif engine.dialect.driver == "pysqlite":
+        ThreadSnapshots.install(engine, _on_connect)
     return engine
 
 
@@ -135,6 +139,9 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _on_begin(conn: Connection) -> None:
+    if getattr(conn.connection.driver_connection, "in_transaction", False):
+        # A Core statement inside a per-thread snapshot: the driver's BEGIN already ran.
+        return
     immediate = conn.get_execution_options().get(_WRITE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -150,7 +157,13 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def read_tx(engine: Engine) -> Iterator[Connection]:
-    """A read transaction: one consistent snapshot for multi-statement reads."""
+    """A read transaction: one consistent snapshot for multi-statement reads. On embedded
+    SQLite it runs on the thread's held connection (store.snapshot), without a pool checkout."""
+    snapshots = ThreadSnapshots.of(engine)
+    if snapshots is not None:
+        with snapshots.read() as conn:
+            yield conn
+        return
     with engine.connect() as conn, conn.begin():
         yield conn
 
