@@ -198,18 +198,34 @@ class FastRead(_OnDriver):
 
     def __init__(self, statement: Executable) -> None:
         super().__init__(statement)
-        self._compiled: SQLCompiler | None = None
+        self._plan: tuple[str, tuple[tuple[str, Any, bool], ...]] | None = None
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         return _pysqlite(conn).execute(*self._sql(conn, values)).fetchall()
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
-        compiled = self._compiled
-        if compiled is None:
-            compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
-            self._compiled = compiled
-        params = compiled.construct_params(dict(values))
-        return compiled.string, [params[name] for name in compiled.positiontup or ()]
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = self._prepare(conn)
+        text, binds = plan
+        # What `construct_params` would give (a passed value wins; else the bind's own value;
+        # a required one must be passed), without its per-call bookkeeping.
+        return text, [
+            values[key] if required else values.get(key, default)
+            for key, default, required in binds
+        ]
+
+    def _prepare(self, conn: Connection) -> tuple[str, tuple[tuple[str, Any, bool], ...]]:
+        """The SQL text once, and per positional parameter its bind's key, own value and
+        whether a value must be passed."""
+        compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
+        binds = []
+        for name in compiled.positiontup or ():
+            bind = compiled.binds[name]
+            if bind.expanding or bind.callable is not None:
+                raise TypeError("FastRead takes plain bound values only")
+            binds.append((bind.key, bind.value, bool(bind.required)))
+        return compiled.string, tuple(binds)
 
 
 class FastWrite(_OnDriver):
