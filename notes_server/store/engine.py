@@ -19,7 +19,7 @@ import sqlite3
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
@@ -28,7 +28,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
-from notes_server.store.snapshot import ThreadSnapshots
+from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
 # Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
@@ -155,17 +155,11 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
-@contextmanager
-def read_tx(engine: Engine) -> Iterator[Connection]:
+def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     """A read transaction: one consistent snapshot for multi-statement reads. On embedded
     SQLite it runs on the thread's held connection (store.snapshot), without a pool checkout."""
     snapshots = ThreadSnapshots.of(engine)
-    if snapshots is not None:
-        with snapshots.read() as conn:
-            yield conn
-        return
-    with engine.connect() as conn, conn.begin():
-        yield conn
+    return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
 class _OnDriver(ABC):

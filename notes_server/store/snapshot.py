@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -29,11 +29,52 @@ _ATTRIBUTE = "_notes_server_snapshots"
 
 
 class _Held(threading.local):
-    """This thread's reader connection, and whether a snapshot is open on it."""
+    """This thread's reader connection, and the context manager of a snapshot on it (one
+    object per thread: a read allocates nothing)."""
 
-    conn: Connection | None = None
-    driver: sqlite3.Connection | None = None
-    busy: bool = False
+    def __init__(self, owner: ThreadSnapshots) -> None:
+        self.owner = owner
+        self.conn: Connection | None = None
+        self.driver: sqlite3.Connection | None = None
+        self.busy = False
+
+    def __enter__(self) -> Connection:
+        conn, driver = self.conn, self.driver
+        if conn is None or driver is None:
+            conn, driver = self.owner._open(self)
+        try:
+            driver.execute("BEGIN")
+        except BaseException:
+            self.owner._drop(self, conn)
+            raise
+        self.busy = True
+        return conn
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Commit (or, on an exception, roll back) the snapshot: through the Connection when a
+        Core statement began its transaction object, else on the driver. A failure drops the
+        connection."""
+        conn, driver = self.conn, self.driver
+        self.busy = False
+        if conn is None or driver is None:
+            return
+        commit = exc_type is None
+        try:
+            if conn.in_transaction():
+                if commit:
+                    conn.commit()
+                else:
+                    conn.rollback()
+            elif driver.in_transaction:
+                if commit:
+                    driver.commit()
+                else:
+                    driver.rollback()
+        except BaseException:
+            self.owner._drop(self, conn)
+            raise
+        if conn.invalidated or conn.closed:
+            self.owner._drop(self, conn)
 
 
 class ThreadSnapshots:
@@ -43,7 +84,7 @@ class ThreadSnapshots:
         self._engine = engine
         self._on_connect = on_connect
         self._lock = threading.Lock()
-        self._held = _Held()
+        self._held = _Held(self)
         self._owners: dict[threading.Thread, Connection] = {}
         self._readers: Engine | None = None
 
@@ -60,56 +101,11 @@ class ThreadSnapshots:
         snapshots: ThreadSnapshots | None = getattr(engine, _ATTRIBUTE, None)
         return snapshots
 
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """One snapshot on this thread's connection; the pooled path when one is already open
-        here (a nested read, or a coroutine suspended inside one)."""
+    def read(self) -> AbstractContextManager[Connection]:
+        """One snapshot on this thread's connection; a pooled read transaction when one is
+        already open here (a nested read, or a coroutine suspended inside one)."""
         held = self._held
-        if held.busy:
-            with self._engine.connect() as pooled, pooled.begin():
-                yield pooled
-            return
-        if held.conn is None or held.driver is None:
-            conn, driver = self._open(held)
-        else:
-            conn, driver = held.conn, held.driver
-        held.busy = True
-        try:
-            try:
-                driver.execute("BEGIN")
-            except BaseException:
-                self._drop(held, conn)
-                raise
-            try:
-                yield conn
-            except BaseException:
-                self._end(held, conn, driver, commit=False)
-                raise
-            self._end(held, conn, driver, commit=True)
-        finally:
-            held.busy = False
-
-    def _end(
-        self, held: _Held, conn: Connection, driver: sqlite3.Connection, *, commit: bool
-    ) -> None:
-        """Commit (or roll back) the snapshot: through the Connection when a Core statement
-        began its transaction object, else on the driver. A failure drops the connection."""
-        try:
-            if conn.in_transaction():
-                if commit:
-                    conn.commit()
-                else:
-                    conn.rollback()
-            elif driver.in_transaction:
-                if commit:
-                    driver.commit()
-                else:
-                    driver.rollback()
-        except BaseException:
-            self._drop(held, conn)
-            raise
-        if conn.invalidated or conn.closed:
-            self._drop(held, conn)
+        return pooled_read(self._engine) if held.busy else held
 
     def _open(self, held: _Held) -> tuple[Connection, sqlite3.Connection]:
         with self._lock:
@@ -150,12 +146,19 @@ class ThreadSnapshots:
         with self._lock:
             owned = list(self._owners.values())
             self._owners.clear()
-            self._held = _Held()
+            self._held = _Held(self)
             readers, self._readers = self._readers, None
         for conn in owned:
             _close(conn)
         if readers is not None:
             readers.dispose()
+
+
+@contextmanager
+def pooled_read(engine: Engine) -> Iterator[Connection]:
+    """A read transaction on a connection checked out of the engine's pool."""
+    with engine.connect() as conn, conn.begin():
+        yield conn
 
 
 def _close(conn: Connection) -> None:
