@@ -2,7 +2,8 @@
 
 pysqlite's implicit transaction handling is switched off so that SQLAlchemy's "begin" event can
 emit the BEGIN itself: write transactions take the write lock up front (BEGIN IMMEDIATE) instead of
-upgrading a deferred read lock later, which fails with "database is locked" under contention.
+upgrading a deferred read lock later, which fails with "database is locked" under contention. Read
+transactions on SQLite begin (deferred) on a per-thread held connection instead (store.snapshot).
 
 Each repository (notes, grants, nonces, audit, search) has a portable implementation that runs
 everything through SQLAlchemy Core and a SQLite one that runs its hot statements straight on the
@@ -18,7 +19,7 @@ import sqlite3
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
@@ -27,6 +28,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
+from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
 # Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
@@ -65,6 +67,8 @@ def make_engine(url: str, *, store_impl: str = "auto") -> Engine:
     event.listen(engine, "begin", _on_begin)
     if store_impl == "core":
         _CORE_ONLY.add(engine.dialect)
+    elif engine.dialect.driver == "pysqlite":
+        ThreadSnapshots.install(engine, _on_connect)
     return engine
 
 
@@ -135,6 +139,9 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _on_begin(conn: Connection) -> None:
+    if getattr(conn.connection.driver_connection, "in_transaction", False):
+        # A Core statement inside a per-thread snapshot: the driver's BEGIN already ran.
+        return
     immediate = conn.get_execution_options().get(_WRITE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -148,11 +155,11 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
-@contextmanager
-def read_tx(engine: Engine) -> Iterator[Connection]:
-    """A read transaction: one consistent snapshot for multi-statement reads."""
-    with engine.connect() as conn, conn.begin():
-        yield conn
+def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
+    """A read transaction: one consistent snapshot for multi-statement reads. On embedded
+    SQLite it runs on the thread's held connection (store.snapshot), without a pool checkout."""
+    snapshots = ThreadSnapshots.of(engine)
+    return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
 class _OnDriver(ABC):
@@ -185,18 +192,34 @@ class FastRead(_OnDriver):
 
     def __init__(self, statement: Executable) -> None:
         super().__init__(statement)
-        self._compiled: SQLCompiler | None = None
+        self._plan: tuple[str, tuple[tuple[str, Any, bool], ...]] | None = None
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         return _pysqlite(conn).execute(*self._sql(conn, values)).fetchall()
 
     def _sql(self, conn: Connection, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
-        compiled = self._compiled
-        if compiled is None:
-            compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
-            self._compiled = compiled
-        params = compiled.construct_params(dict(values))
-        return compiled.string, [params[name] for name in compiled.positiontup or ()]
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = self._prepare(conn)
+        text, binds = plan
+        # What `construct_params` would give (a passed value wins; else the bind's own value;
+        # a required one must be passed), without its per-call bookkeeping.
+        return text, [
+            values[key] if required else values.get(key, default)
+            for key, default, required in binds
+        ]
+
+    def _prepare(self, conn: Connection) -> tuple[str, tuple[tuple[str, Any, bool], ...]]:
+        """The SQL text once, and per positional parameter its bind's key, own value and
+        whether a value must be passed."""
+        compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
+        binds = []
+        for name in compiled.positiontup or ():
+            bind = compiled.binds[name]
+            if bind.expanding or bind.callable is not None:
+                raise TypeError("FastRead takes plain bound values only")
+            binds.append((bind.key, bind.value, bool(bind.required)))
+        return compiled.string, tuple(binds)
 
 
 class FastWrite(_OnDriver):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -170,23 +172,20 @@ def test_engine_uses_wal_and_a_busy_timeout(migrated_engine: Engine) -> None:
 
 @pytest.mark.sqlite_only("BEGIN IMMEDIATE")
 def test_write_transactions_take_the_write_lock_up_front(migrated_engine: Engine) -> None:
-    statements: list[str] = []
-
-    from sqlalchemy import event
-
-    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
-    event.listen(migrated_engine, "before_cursor_execute", record)
-    try:
-        with write_tx(migrated_engine) as conn:
-            conn.exec_driver_sql("SELECT 1")
+    """A write transaction holds the write lock before its first statement (no deferred lock
+    to upgrade later, which fails under contention); a read transaction takes none."""
+    path = migrated_engine.url.database
+    assert path is not None
+    with closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as other:
+        with (
+            write_tx(migrated_engine),
+            pytest.raises(sqlite3.OperationalError, match="database is locked"),
+        ):
+            other.execute("BEGIN IMMEDIATE")
         with read_tx(migrated_engine) as conn:
-            conn.exec_driver_sql("SELECT 2")
-    finally:
-        event.remove(migrated_engine, "before_cursor_execute", record)
-
-    assert statements == ["BEGIN IMMEDIATE", "SELECT 1", "BEGIN", "SELECT 2"]
+            search.search(conn, WS, None, include_archived=True, limit=1, offset=0)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
 
 
 def test_a_failed_write_transaction_rolls_back(migrated_engine: Engine) -> None:
