@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers import ServerProcess
-from http_support import CLIENT_LIMITS, HttpServer, start_http_server
+from http_support import HttpServer, LegacyHttpHost, start_http_server
 from legacy_support import LegacyClient
 from purge_support import WS, add_note, approve, approve_with_code
 from sqlalchemy import Engine, text
@@ -26,7 +26,6 @@ from notes_server.store.tokens import SqlTokenRecords
 
 URL_CLIENT: dict[str, Any] = {"elicitation": {"url": {}}}
 PURGE = {"name": "notes_purge", "arguments": {"workspaceUri": WS}}
-SSE_ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def note_count(engine: Engine) -> int:
@@ -174,31 +173,11 @@ def instances(
     second.stop()
 
 
-class Host:
+class Host(LegacyHttpHost):
     """A 2025-11-25 HTTP host that declared URL elicitation."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=60, limits=CLIENT_LIMITS)
-        self.token = token
-        self.session = ""
-
-    def headers(self) -> dict[str, str]:
-        headers = {**SSE_ACCEPT, "Authorization": f"Bearer {self.token}"}
-        if self.session:
-            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
-        return headers
-
-    def post(self, server: HttpServer, message: dict[str, Any]) -> httpx.Response:
-        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
-
-    def initialize(self, server: HttpServer) -> None:
-        params = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": URL_CLIENT,
-            "clientInfo": {"name": "purge-legacy-test", "version": "1"},
-        }
-        message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-        self.session = self.post(server, message).headers["mcp-session-id"]
+        super().__init__(token, URL_CLIENT, name="purge-legacy-test")
 
 
 def events(stream: httpx.Response) -> Iterator[dict[str, Any]]:

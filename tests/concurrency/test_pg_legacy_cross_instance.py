@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "transports"))
-from http_support import CLIENT_LIMITS, HttpServer, start_http_server
+from http_support import HttpServer, LegacyHttpHost, start_http_server
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
@@ -35,43 +35,14 @@ from notes_server.tools.services import utc_now
 
 INSTANCES = 3
 WS = "file:///home/alice/notes"
-BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 TOOL_NAMES = {"notes_create", "notes_delete", "notes_read", "notes_search"}
 
 
-class Session:
+class Session(LegacyHttpHost):
     """One 2025-11-25 client whose POSTs go to whichever instance the test names."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=60, limits=CLIENT_LIMITS)
-        self.token = token
-        self.session = ""
-        self.ids = 0
-
-    def headers(self) -> dict[str, str]:
-        headers = {**BASE, "Authorization": f"Bearer {self.token}"}
-        if self.session:
-            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
-        return headers
-
-    def message(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.ids += 1
-        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
-
-    def post(self, server: HttpServer, message: dict[str, Any]) -> httpx.Response:
-        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
-
-    def initialize(self, server: HttpServer) -> None:
-        params = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "pg-cross-instance", "version": "1"},
-        }
-        response = self.post(server, self.message("initialize", params))
-        assert response.status_code == 200, response.text
-        self.session = response.headers["mcp-session-id"]
-        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert self.post(server, notice).status_code == 202
+        super().__init__(token, name="pg-cross-instance")
 
     def request(self, server: HttpServer, method: str, params: dict[str, Any]) -> Any:
         response = self.post(server, self.message(method, params))

@@ -201,3 +201,57 @@ def start_http_server(
         env=subprocess_env(tmp_path, extra),
     )
     return HttpServer(proc, tmp_path / f"http-server-{index}.log", workers)
+
+
+class LegacyHttpHost:
+    """A 2025-11-25 host over Streamable HTTP with a bearer token: it opens a session at one
+    instance and may send each later POST (requests, answers, notifications) to any other."""
+
+    protocol = "2025-11-25"
+
+    def __init__(
+        self,
+        token: str,
+        capabilities: Mapping[str, Any] | None = None,
+        name: str = "legacy-http-test",
+        timeout: float = 60,
+    ) -> None:
+        self.http = httpx.Client(timeout=timeout, limits=CLIENT_LIMITS)
+        self.token = token
+        self.capabilities = dict(capabilities if capabilities is not None else {"elicitation": {}})
+        self.name = name
+        self.session = ""
+        self.ids = 0
+
+    def headers(self) -> dict[str, str]:
+        headers = {**BASE_HEADERS, "Authorization": f"Bearer {self.token}"}
+        if self.session:
+            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": self.protocol}
+        return headers
+
+    def message(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        self.ids += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.ids, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        return message
+
+    def post(self, server: HttpServer, message: Mapping[str, Any]) -> httpx.Response:
+        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
+
+    def initialize(self, server: HttpServer) -> httpx.Response:
+        """`initialize` then `notifications/initialized`, both at `server`."""
+        params = {
+            "protocolVersion": self.protocol,
+            "capabilities": self.capabilities,
+            "clientInfo": {"name": self.name, "version": "1"},
+        }
+        reply = self.post(server, self.message("initialize", params))
+        assert reply.status_code == 200, reply.text
+        self.session = reply.headers["mcp-session-id"]
+        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert self.post(server, notice).status_code == 202
+        return reply
+
+    def close(self) -> None:
+        self.http.close()

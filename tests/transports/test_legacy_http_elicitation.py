@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import CLIENT_LIMITS, HttpServer, start_http_server
+from http_support import HttpServer, LegacyHttpHost, start_http_server
 from sqlalchemy import Engine
 
 from notes_server.security.keyring import KeyRing
@@ -24,7 +24,6 @@ from notes_server.store.tokens import SqlTokenRecords
 
 NOTES = "file:///home/alice/notes"
 TITLE = "TPS report"
-BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 LOG_WAIT_S = 30.0
 
 
@@ -47,37 +46,11 @@ def instances(
     second.stop()
 
 
-class Host:
+class Host(LegacyHttpHost):
     """A 2025-11-25 client whose POSTs go to whichever instance the test names."""
 
     def __init__(self, token: str) -> None:
-        self.http = httpx.Client(timeout=30, limits=CLIENT_LIMITS)
-        self.token = token
-        self.session = ""
-        self.ids = 0
-
-    def headers(self) -> dict[str, str]:
-        headers = {**BASE, "Authorization": f"Bearer {self.token}"}
-        if self.session:
-            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
-        return headers
-
-    def message(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.ids += 1
-        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
-
-    def post(self, server: HttpServer, message: dict[str, Any]) -> httpx.Response:
-        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
-
-    def initialize(self, server: HttpServer) -> None:
-        params = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "cross-instance-test", "version": "1"},
-        }
-        self.session = self.post(server, self.message("initialize", params)).headers[
-            "mcp-session-id"
-        ]
+        super().__init__(token, name="cross-instance-test", timeout=30)
 
     def tool(self, server: HttpServer, name: str, arguments: dict[str, Any]) -> Any:
         response = self.post(

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HttpServer, start_http_server
+from http_support import HttpServer, LegacyHttpHost, start_http_server
 from sqlalchemy import Engine
 
 from notes_server.errors import WORKSPACE_DENIED
@@ -25,7 +25,6 @@ from notes_server.store.tokens import SqlTokenRecords
 
 NOTES = "file:///home/alice/notes"
 SHARED = "file:///srv/shared"
-BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 DENIED = {"code": -32602, "message": WORKSPACE_DENIED}
 Pair = tuple[HttpServer, HttpServer, str]
 
@@ -48,37 +47,12 @@ def pair(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[Pair]:
     second.stop()
 
 
-class Host:
+class Host(LegacyHttpHost):
     def __init__(self, token: str, capabilities: dict[str, Any]) -> None:
-        self.http = httpx.Client(timeout=30)
-        self.token = token
-        self.capabilities = capabilities
-        self.session = ""
-        self.ids = 0
-
-    def headers(self) -> dict[str, str]:
-        headers = {**BASE, "Authorization": f"Bearer {self.token}"}
-        if self.session:
-            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
-        return headers
-
-    def post(self, server: HttpServer, message: dict[str, Any]) -> httpx.Response:
-        return self.http.post(f"{server.url}/mcp", json=message, headers=self.headers())
+        super().__init__(token, capabilities, name="roots-test", timeout=30)
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.ids += 1
-        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
-
-    def initialize(self, server: HttpServer) -> None:
-        params = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": self.capabilities,
-            "clientInfo": {"name": "roots-test", "version": "1"},
-        }
-        reply = self.post(server, self.request("initialize", params))
-        self.session = reply.headers["mcp-session-id"]
-        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert self.post(server, notice).status_code == 202
+        return self.message(method, params)
 
     def create(self, server: HttpServer, workspace: str | None, title: str) -> dict[str, Any]:
         arguments: dict[str, Any] = {"title": title}
