@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers import ServerProcess
-from http_support import HttpServer, LegacyHttpHost, start_http_server
+from http_support import HttpServer, LegacyHttpHost, server_instances
 from legacy_support import LegacyClient
 from purge_support import WS, add_note, approve, approve_with_code
 from sqlalchemy import Engine, text
@@ -162,15 +162,9 @@ def instances(
     env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
     url = str(migrated_engine.url)
     # The approval URL names the bound port, so ports are chosen here (not `--port 0`).
-    first = start_http_server(tmp_path, url, "--port", str(free_port()), env=env)
-    try:
-        second = start_http_server(tmp_path, url, "--port", str(free_port()), env=env)
-    except BaseException:
-        first.stop()
-        raise
-    yield first, second, token
-    first.stop()
-    second.stop()
+    ports = lambda: ("--port", str(free_port()))  # noqa: E731
+    with server_instances(tmp_path, url, env=env, own_args=ports) as (first, second):
+        yield first, second, token
 
 
 class Host(LegacyHttpHost):

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -255,3 +256,24 @@ class LegacyHttpHost:
 
     def close(self) -> None:
         self.http.close()
+
+
+@contextlib.contextmanager
+def server_instances(
+    tmp_path: Path,
+    db_url: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    count: int = 2,
+    own_args: Callable[[], Sequence[str]] = tuple,
+) -> Iterator[list[HttpServer]]:
+    """`count` separate `serve` processes on one database (each also given `own_args()`),
+    all stopped on the way out, also when a later one fails to start."""
+    started: list[HttpServer] = []
+    try:
+        for _ in range(count):
+            started.append(start_http_server(tmp_path, db_url, *args, *own_args(), env=env))
+        yield started
+    finally:
+        for server in started:
+            server.stop()

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HttpServer, LegacyHttpHost, start_http_server
+from http_support import HttpServer, LegacyHttpHost, server_instances
 from sqlalchemy import Engine
 
 from notes_server.errors import WORKSPACE_DENIED
@@ -36,15 +36,8 @@ def pair(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[Pair]:
     _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
     env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
     url = str(migrated_engine.url)
-    first = start_http_server(tmp_path, url, "--auth", "token", env=env)
-    try:
-        second = start_http_server(tmp_path, url, "--auth", "token", env=env)
-    except BaseException:
-        first.stop()
-        raise
-    yield first, second, token
-    first.stop()
-    second.stop()
+    with server_instances(tmp_path, url, "--auth", "token", env=env) as (first, second):
+        yield first, second, token
 
 
 class Host(LegacyHttpHost):
