@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -78,7 +79,10 @@ async def _drive(app: Any, bodies: list[bytes], token: str) -> float:
     return elapsed
 
 
-def _interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+K = TypeVar("K", bound=Hashable)
+
+
+def interleaved(variants: dict[K, Callable[[], float]], rounds: int) -> dict[K, float]:
     """Best seconds of each variant over `rounds`, the variants taking turns so that a busy
     moment on the machine hits them alike."""
     best = dict.fromkeys(variants, float("inf"))
@@ -94,15 +98,21 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    with bench_database(args.notes) as (db, token, ids):
+        bodies = [read_call(i, ids[i % len(ids)]).rstrip(b"\n") for i in range(args.count)]
+        measure(db, token, bodies, args.repeat)
+
+
+@contextlib.contextmanager
+def bench_database(notes: int) -> Iterator[tuple[Path, str, list[str]]]:
+    """A throw-away database of `notes` notes, a token for it and 200 of its note ids, with
+    the environment an in-process notes-server needs (shared keys, quiet logs)."""
     os.environ["NOTES_SERVER_STATE_KEYS"] = OUR_STATE_KEYS
     os.environ["NOTES_SERVER_LOG_LEVEL"] = "WARNING"
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
-        build(db, args.notes)
-        token = create_token(str(db))
-        ids = note_ids(str(db), 200)
-        bodies = [read_call(i, ids[i % len(ids)]).rstrip(b"\n") for i in range(args.count)]
-        measure(db, token, bodies, args.repeat)
+        build(db, notes)
+        yield db, create_token(str(db)), note_ids(str(db), 200)
 
 
 def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
@@ -157,7 +167,7 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
         variants["the Starlette stack alone"] = lambda: loop.run_until_complete(
             _drive(stack, bodies, token)
         )
-    best = _interleaved(variants, repeat)
+    best = interleaved(variants, repeat)
     for name, seconds in best.items():
         print(f"{name}: {seconds / len(bodies) * 1e6:.1f} µs/request")
     above = best["ASGI app, POST /mcp"] - best["exchange alone (decode .. encode)"]

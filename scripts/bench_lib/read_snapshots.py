@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_lib.common import BENCH_PRINCIPAL, OUR_STATE_KEYS, read_call, search_call
-from bench_lib.datasets import build, note_ids
-from bench_lib.http_inprocess import _drive
-from bench_lib.http_servers import create_token
+from bench_lib.common import BENCH_PRINCIPAL, read_call, search_call
+from bench_lib.http_inprocess import _drive, bench_database, interleaved
 
 
 def main() -> None:
@@ -32,13 +28,7 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    os.environ["NOTES_SERVER_STATE_KEYS"] = OUR_STATE_KEYS
-    os.environ["NOTES_SERVER_LOG_LEVEL"] = "WARNING"
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "bench.db"
-        build(db, args.notes)
-        token = create_token(str(db))
-        ids = note_ids(str(db), 200)
+    with bench_database(args.notes) as (db, token, ids):
         reads = [read_call(i, ids[i % len(ids)]).rstrip(b"\n") for i in range(args.count)]
         words = ("report", "meeting", "plan", "notes", "budget")
         searches = [
@@ -100,10 +90,7 @@ def measure(db: Path, token: str, reads: list[bytes], searches: list[bytes], rep
     }
     for run in variants.values():
         run()  # warm-up: statements compiled, token remembered, pages cached
-    best = dict.fromkeys(variants, float("inf"))
-    for _ in range(repeat):
-        for key, run in variants.items():
-            best[key] = min(best[key], run())
+    best = interleaved(variants, repeat)
     use(True)
     for name in dict.fromkeys(name for name, _ in variants):
         pooled, held_us = best[(name, "pooled")] * 1e6, best[(name, "held")] * 1e6
