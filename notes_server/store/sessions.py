@@ -171,10 +171,22 @@ class SqlLegacySessions:
                 _insert(conn, session_hash, marker, client_request, expires, cancelled=True)
 
     def poll(self, session_hash: str, request_id: str) -> Answer | None:
-        """The question's state; None when it is gone (the session ended)."""
+        """The question's state; None when it is gone (the session ended). It counts as
+        cancelled when any row of its client request is: under READ COMMITTED a cancel can
+        commit beside an `ask` it did not see, leaving the marker but not this row marked."""
+        same_call = questions.alias("same_call")
+        cancelled = (
+            select(same_call.c.request_id)
+            .where(
+                same_call.c.session_hash == questions.c.session_hash,
+                same_call.c.client_request == questions.c.client_request,
+                same_call.c.cancelled.is_(True),
+            )
+            .exists()
+        )
         with read_tx(self.engine) as conn:
             row = conn.execute(
-                select(questions.c.response_json, questions.c.cancelled).where(
+                select(questions.c.response_json, cancelled).where(
                     questions.c.session_hash == session_hash,
                     questions.c.request_id == request_id,
                 )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from notes_server.store.sessions import SessionRecord, SqlLegacySessions
+from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 TTL = timedelta(hours=24)
@@ -102,3 +102,28 @@ def test_a_cancel_that_lands_after_the_answer_still_stops_the_next_question(
 
     assert repo.ask("h", "page-1", "k", NOW + timedelta(minutes=5)) is False
     assert repo.ask("h", "s-2", "other", NOW + timedelta(minutes=5)) is True
+
+
+def test_a_question_recorded_beside_a_concurrent_cancel_still_polls_as_cancelled(
+    migrated_engine: Engine,
+) -> None:
+    """Under READ COMMITTED, `ask` can check for a cancellation, then `cancel` marks nothing
+    (the new row is not committed yet) and leaves its marker, then `ask` commits its row
+    unmarked. The row written here is that committed state; polling it must end the wait."""
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.cancel("h", "k", NOW + timedelta(minutes=5))
+    with migrated_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO legacy_questions (session_hash, request_id, client_request,"
+                " response_json, cancelled, expires_at) VALUES ('h', 'page-1', 'k', NULL,"
+                " false, :expires)"
+            ),
+            {"expires": NOW + timedelta(minutes=5)},
+        )
+
+    answer = repo.poll("h", "page-1")
+
+    assert answer is not None and answer.cancelled
+    other = repo.ask("h", "s-9", "other", NOW + timedelta(minutes=5))
+    assert other and repo.poll("h", "s-9") == Answer(None, False)
