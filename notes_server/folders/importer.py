@@ -182,8 +182,8 @@ def _insert(
         body=draft.body,
         created=draft.created,
         updated=draft.updated,
+        extra=draft.extra,
     )
-    folders.set_extra(conn, note.id, draft.extra, new=True)
     summary.count("imported")
     return note
 

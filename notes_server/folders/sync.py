@@ -219,11 +219,11 @@ class _Sync:
                 body=draft.body,
                 created=draft.created,
                 updated=draft.updated,
+                extra=draft.extra,
             )
         except PathConflict:
             self.summary.skip(path, "an archived note holds this path")
             return None
-        folders.set_extra(self.conn, note.id, draft.extra)
         self.extra[note.id] = draft.extra
         self.summary.count("imported")
         self._save(note, self.files.hashes[path])
@@ -245,8 +245,8 @@ class _Sync:
             body=draft.body,
             created=draft.created,
             updated=self.now,
+            extra=draft.extra,
         )
-        folders.set_extra(self.conn, copy.id, draft.extra)
         self.extra[copy.id] = draft.extra
         self.claimed.add(path)
         if self._export(copy):

@@ -58,9 +58,11 @@ def insert_imported(
     body: str,
     created: datetime,
     updated: datetime,
+    extra: str,
 ) -> NoteRecord:
-    """A new note with the file's timestamps; PathConflict if the path is taken."""
-    return insert_row(
+    """A new note with the file's timestamps and its kept front matter, in one place so that
+    no importer forgets the latter; PathConflict if the path is taken."""
+    note = insert_row(
         conn,
         workspace=workspace,
         path=path,
@@ -69,6 +71,8 @@ def insert_imported(
         created=created,
         updated=updated,
     )
+    set_extra(conn, note.id, extra, new=True)
+    return note
 
 
 def replace_content(

@@ -60,7 +60,8 @@ class ConfirmedAction(Tool):
     # -- round dispatch -------------------------------------------------------------------
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:
-        require_form_elicitation(ctx.capabilities)
+        """Round 1 asks; a retry is verified, then its answer is handed to `respond`."""
+        self.require_capability(ctx.capabilities)
         if (ctx.input_responses is None) != (ctx.request_state is None):
             raise InvalidParams(
                 "Invalid params: inputResponses and requestState must come together"
@@ -69,6 +70,16 @@ class ConfirmedAction(Tool):
             return self.ask(ctx, args)
         claims = self.verify(ctx, args)
         answer = (ctx.input_responses or {}).get(self.action.input_key)
+        return self.respond(ctx, args, claims, answer)
+
+    def require_capability(self, capabilities: dict[str, Any]) -> None:
+        """Refuse (-32021) a request that cannot receive this tool's question: a form here."""
+        require_form_elicitation(capabilities)
+
+    def respond(
+        self, ctx: CallContext, args: dict[str, Any], claims: Claims, answer: Any
+    ) -> ToolResult | InputRequired:
+        """The verified retry's answer: none asks again; cancel, decline (or a "no"), accept."""
         if answer is None:
             return self.ask(ctx, args)
         kind = answer.get("action") if isinstance(answer, dict) else None

@@ -161,21 +161,18 @@ class PurgeNotes(ConfirmedAction):
 
     # -- round dispatch -------------------------------------------------------------------
 
-    def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:
-        if not allows_url_elicitation(ctx.capabilities):
+    def require_capability(self, capabilities: dict[str, Any]) -> None:
+        if not allows_url_elicitation(capabilities):
             raise MissingCapability(
                 "This tool needs approval on the server's own page: the request must declare "
                 "the elicitation capability with url mode",
                 {"requiredCapabilities": {"elicitation": {"url": {}}}},
             )
-        if (ctx.input_responses is None) != (ctx.request_state is None):
-            raise InvalidParams(
-                "Invalid params: inputResponses and requestState must come together"
-            )
-        if ctx.request_state is None:
-            return self.ask(ctx, args)
-        claims = self.verify(ctx, args)
-        answer = (ctx.input_responses or {}).get(self.action.input_key)
+
+    def respond(
+        self, ctx: CallContext, args: dict[str, Any], claims: Claims, answer: Any
+    ) -> ToolResult | InputRequired:
+        """Unlike a form, a page has no "no" inside the answer, and no answer is not a retry."""
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
             return self.close(ctx, args, claims, "cancelled")
