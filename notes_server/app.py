@@ -128,6 +128,7 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
     confirmation as its sealed state lives."""
     from notes_server.legacy.http import LegacyHttp
     from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
+    from notes_server.legacy.roots import ROOTS_WAIT_S
     from notes_server.store.sessions import SqlLegacySessions
     from notes_server.tools.scope import grant_lookup
 
@@ -138,8 +139,10 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
             repository.append(SqlLegacySessions(services.engine, SESSION_TTL))
         return repository[0]
 
+    settings = services.settings
+    roots_wait = ROOTS_WAIT_S if settings.roots_wait_s is None else settings.roots_wait_s
     options = LegacyHttpOptions(
-        build, services.clock, services.settings.state_ttl, grant_lookup(services)
+        build, services.clock, settings.state_ttl, grant_lookup(services), roots_wait
     )
     return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 

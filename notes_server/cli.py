@@ -168,7 +168,11 @@ def serve(
             settings.principal,
             sys.stdin.buffer,
             sys.stdout.buffer,
-            connection=functools.partial(DualEraConnection, grants=grant_lookup(services)),
+            connection=functools.partial(
+                DualEraConnection,
+                grants=grant_lookup(services),
+                roots_wait_s=settings.roots_wait_s,
+            ),
         )
 
 

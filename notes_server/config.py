@@ -7,6 +7,7 @@ import getpass
 import hashlib
 import ipaddress
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ ENV_PRINCIPAL = "NOTES_SERVER_PRINCIPAL"
 ENV_STATE_KEYS = "NOTES_SERVER_STATE_KEYS"
 ENV_STATE_AUDIENCE = "NOTES_SERVER_STATE_AUDIENCE"
 ENV_LOG_LEVEL = "NOTES_SERVER_LOG_LEVEL"
+ENV_ROOTS_WAIT = "NOTES_SERVER_ROOTS_WAIT"
 ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
 # "core" makes every repository use its portable Core implementation, even on SQLite (tests).
 ENV_STORE_IMPL = "NOTES_SERVER_STORE_IMPL"
@@ -67,6 +69,8 @@ class Settings:
     pause_at: str | None = None
     # Which repository implementations the engine uses (see store.engine.uses_driver).
     store_impl: str = "auto"
+    # Seconds to wait for a 2025-era client's roots/list answer (None: legacy.roots.ROOTS_WAIT_S).
+    roots_wait_s: float | None = None
 
     @property
     def database(self) -> DatabaseUrl:
@@ -121,6 +125,23 @@ def _checked_audience(raw: str | None) -> str | None:
     return raw
 
 
+ROOTS_WAIT_RANGE = (0.1, 3600.0)
+
+
+def _checked_roots_wait(raw: str | None) -> float | None:
+    """Seconds, from 0.1 to 3600; unset or empty keeps the default."""
+    if raw is None or raw.strip() == "":
+        return None
+    low, high = ROOTS_WAIT_RANGE
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not low <= seconds <= high:  # NaN fails too
+        raise SettingsError(f"{ENV_ROOTS_WAIT}: expected seconds from {low:g} to {high:g}")
+    return seconds
+
+
 def _checked_db(raw: str, source: str) -> str:
     try:
         return parse_database_url(raw).url
@@ -168,6 +189,7 @@ def build_settings(
         pause_at=env.get(ENV_PAUSE_AT) or None,
         sandbox=sandbox,
         store_impl=store_impl,
+        roots_wait_s=_checked_roots_wait(env.get(ENV_ROOTS_WAIT)),
     )
 
 

@@ -209,3 +209,17 @@ def test_malformed_state_keys_are_refused_at_start_without_echoing_them(spec: st
 def test_an_unknown_log_level_is_refused_at_start() -> None:
     with pytest.raises(SettingsError, match="NOTES_SERVER_LOG_LEVEL"):
         build_settings(env={"NOTES_SERVER_LOG_LEVEL": "chatty"})
+
+
+def test_the_roots_wait_comes_from_the_environment_and_defaults_to_unset() -> None:
+    assert build_settings(env={"NOTES_SERVER_ROOTS_WAIT": "2.5"}).roots_wait_s == 2.5
+    assert build_settings(env={"NOTES_SERVER_ROOTS_WAIT": ""}).roots_wait_s is None
+    assert build_settings(env={}).roots_wait_s is None
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "0.05", "3601", "soon", "nan", "inf"])
+def test_a_roots_wait_outside_its_range_is_refused_at_start(raw: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        build_settings(env={"NOTES_SERVER_ROOTS_WAIT": raw})
+
+    assert str(caught.value) == "NOTES_SERVER_ROOTS_WAIT: expected seconds from 0.1 to 3600"

@@ -133,3 +133,9 @@ def test_a_malformed_state_audience_stops_serve_before_it_answers_anything(
     done = _run(tmp_path, "serve", env={"NOTES_SERVER_STATE_AUDIENCE": "two words"})
 
     _assert_one_line_exit_2(done, "NOTES_SERVER_STATE_AUDIENCE: expected 1-128 characters")
+
+
+def test_a_malformed_roots_wait_stops_serve_before_it_answers_anything(tmp_path: Path) -> None:
+    done = _run(tmp_path, "serve", env={"NOTES_SERVER_ROOTS_WAIT": "forever"})
+
+    _assert_one_line_exit_2(done, "NOTES_SERVER_ROOTS_WAIT: expected seconds from 0.1 to 3600")

@@ -1,7 +1,8 @@
 """Server-initiated requests on a stdio connection (2025-11-25 only).
 
 `ClientChannel.ask` writes one request and reads stdin until the client's response with that id
-arrives. What arrives meanwhile:
+arrives, or until an optional bound passes (`Unanswered`; the caller decides what a silent
+client means). What arrives meanwhile:
 - a legacy `ping` request is answered at once (`{}`);
 - `notifications/cancelled` for the request being served raises `RequestCancelled`;
 - a response with another id is stale (e.g. to a request we gave up on) and is dropped;
@@ -37,6 +38,11 @@ class RequestCancelled(Exception):
     """The client cancelled the request this server was asking about."""
 
 
+class Unanswered(Exception):
+    """The client did not answer in the time `ask` was given; its answer, if it ever comes,
+    has an id nobody waits for and is dropped."""
+
+
 def dump(message: dict[str, Any]) -> bytes:
     text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", "backslashreplace")
@@ -56,34 +62,56 @@ class ClientChannel:
     def new_id(self) -> str:
         return f"s-{next(self._ids)}"
 
-    def ask(self, message: dict[str, Any], serving: RequestId | None) -> dict[str, Any] | None:
+    def ask(
+        self,
+        message: dict[str, Any],
+        serving: RequestId | None,
+        wait_s: float | None = None,
+    ) -> dict[str, Any] | None:
         """Send `message` (a request with an id) and return the client's response object;
         None when stdin ends first. Raises RequestCancelled if `serving` is cancelled (None:
-        asked for the session, not for a request, as `roots/list` is)."""
+        asked for the session, not for a request, as `roots/list` is), and Unanswered when
+        `wait_s` seconds pass first (None: wait as long as it takes, as for a person)."""
         self.writer.write(dump(message))
-        while (frame := self.reader.next_frame()) is not None:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            if deadline is not None:
+                # Checked before every frame: a client that keeps talking cannot stretch it.
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._readable(remaining):
+                    raise Unanswered
+            frame = self.reader.next_frame()
+            if frame is None:
+                return None
             response = self._sort(frame, message["id"], serving)
             if response is not None:
                 return response
-        return None
 
     def idle(self, seconds: float, serving: RequestId) -> None:
         """Wait up to `seconds` while still listening to the client: a frame that arrives is
         sorted as during `ask` (ping answered, a cancellation of `serving` raises
         RequestCancelled, the rest queued) and ends the wait early; so does the end of stdin,
-        which counts as a cancellation. A frame is expected to arrive whole (one line)."""
-        fileno = self.reader.fileno()
-        if fileno is None:
+        which counts as a cancellation."""
+        if self.reader.fileno() is None:
             time.sleep(seconds)
             return
-        if not self.reader.read_ahead():
-            ready, _, _ = select.select([fileno], [], [], seconds)
-            if not ready:
-                return
+        if not self._readable(seconds):
+            return
         frame = self.reader.next_frame()
         if frame is None:
             raise RequestCancelled
         self._sort(frame, "", serving)
+
+    def _readable(self, seconds: float) -> bool:
+        """Whether a frame (or the end of stdin) can be read within `seconds`. Bytes read ahead
+        into the stream's buffer count, since the descriptor no longer shows them. A stream
+        without a descriptor cannot be waited on with a timeout: it is read as it comes. A
+        frame is expected to arrive whole (one line) once its first byte has."""
+        fileno = self.reader.fileno()
+        if fileno is None or self.reader.read_ahead():
+            return True
+        ready, _, _ = select.select([fileno], [], [], seconds)
+        return bool(ready)
 
     def cancel(self, request_id: str, reason: str) -> None:
         """Tell the client we no longer need the answer to `request_id`."""

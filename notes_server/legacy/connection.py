@@ -8,7 +8,8 @@ Routing is per message (digest §12 item 2):
 - other requests without it are translated by that session, or refused with -32602 before one;
 - notifications are never answered; in a legacy session whose client declared `roots`,
   `notifications/initialized` and `.../roots/list_changed` make the server ask `roots/list`
-  at once (the answer narrows what the session may touch; `legacy.roots`);
+  at once (the answer narrows what the session may touch; `legacy.roots`); the wait for the
+  answer is bounded (`roots_wait_s`), then the question is cancelled and nothing is usable;
 - in a legacy session, a response to a server-initiated request we stopped waiting for is
   dropped silently (before one, a response is an invalid request, as in the stateless core).
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.legacy.channel import ClientChannel, RequestCancelled
-from notes_server.legacy.roots import ROOTS_CHANGED, GrantLookup
+from notes_server.legacy.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
 from notes_server.legacy.session import LegacyHandler, Outcome, start_session
 from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
 from notes_server.protocol.envelope import (
@@ -54,7 +55,8 @@ log = logging.getLogger("notes_server.legacy")
 
 
 class DualEraConnection:
-    """The `Connection` that `notes-server serve` uses on stdio."""
+    """The `Connection` that `notes-server serve` uses on stdio. `roots_wait_s` bounds the wait
+    for a client's `roots/list` answer (None: `legacy.roots.ROOTS_WAIT_S`)."""
 
     def __init__(
         self,
@@ -63,9 +65,11 @@ class DualEraConnection:
         reader: LineReader,
         writer: LineWriter,
         grants: GrantLookup | None = None,
+        roots_wait_s: float | None = None,
     ) -> None:
         self.server = server
         self.grants = grants
+        self.roots_wait_s = ROOTS_WAIT_S if roots_wait_s is None else roots_wait_s
         self.principal = principal
         self.writer = writer
         self.backlog: deque[Frame] = deque()
@@ -122,7 +126,9 @@ class DualEraConnection:
             session = start_session(request.params)
         except McpError as exc:
             return None, to_wire(exc)
-        handler = LegacyHandler(self.server, self.principal, session, self.channel, self.grants)
+        handler = LegacyHandler(
+            self.server, self.principal, session, self.channel, self.grants, self.roots_wait_s
+        )
         result, error = handler.initialize(request.id)
         if error is None:
             self.legacy = handler

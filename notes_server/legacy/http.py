@@ -78,6 +78,7 @@ class LegacyHttp:
         self.threads = threads
         self.timeout = timeout
         self.wait_s = options.answer_wait_s
+        self.roots_wait_s = options.roots_wait_s
         self.wakeups = Wakeups()
 
     async def run(self, func: Callable[[], _T]) -> _T:
@@ -222,6 +223,7 @@ class LegacyHttp:
             run=self.run,
             wakeups=self.wakeups,
             wait_limit=self.wait_s,
+            roots_wait=self.roots_wait_s,
         )
 
 

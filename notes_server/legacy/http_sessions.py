@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from notes_server.legacy.roots import GrantLookup, Roots, dump_roots, load_roots
+from notes_server.legacy.roots import ROOTS_WAIT_S, GrantLookup, Roots, dump_roots, load_roots
 from notes_server.legacy.session import LegacySession
 from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 
@@ -21,12 +21,14 @@ SESSION_TTL = timedelta(hours=24)
 @dataclass(frozen=True, slots=True)
 class LegacyHttpOptions:
     """What the composition root provides: the repository (built on first use), the clock,
-    and how long to wait for a user's answer (the confirmation state's lifetime)."""
+    how long to wait for a user's answer (the confirmation state's lifetime) and for a
+    client's `roots/list` answer (never longer than for a user's)."""
 
     repository: Callable[[], SqlLegacySessions]
     clock: Callable[[], datetime]
     answer_wait_s: float
     grants: GrantLookup | None = None
+    roots_wait_s: float = ROOTS_WAIT_S
 
 
 def session_hash(session_id: str) -> str:

@@ -122,6 +122,7 @@ class Conversation:
         run: Run[Any],
         wakeups: Wakeups,
         wait_limit: float,
+        roots_wait: float = ROOTS_WAIT_S,
     ) -> None:
         self.handler = handler
         self.request = request
@@ -131,6 +132,7 @@ class Conversation:
         self.run = run
         self.wakeups = wakeups
         self.wait_limit = wait_limit
+        self.roots_wait = min(wait_limit, roots_wait)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -252,7 +254,7 @@ class Conversation:
         """Ask `roots/list` on this stream; keep the answer for the session's later requests."""
         session = self.handler.session
         question = roots_request(f"s-{secrets.token_hex(8)}")
-        response = await self._ask(question, send, min(self.wait_limit, ROOTS_WAIT_S))
+        response = await self._ask(question, send, self.roots_wait)
         roots = await self.run(lambda: self.handler.learn_roots(response))  # reads the grants
         await self.run(lambda: self.store.keep_roots(self.session, roots, session.roots_generation))
 

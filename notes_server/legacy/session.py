@@ -14,9 +14,10 @@ import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
-from notes_server.legacy.channel import ClientChannel, RequestCancelled, dump
+from notes_server.legacy.channel import ClientChannel, RequestCancelled, Unanswered, dump
 from notes_server.legacy.roots import (
     NARROWED_METHODS,
+    ROOTS_WAIT_S,
     GrantLookup,
     Roots,
     declares_roots,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from notes_server.protocol.dispatch import McpServer
 
 MAX_NAME_ECHO = 64
+ROOTS_NOT_ANSWERED = "The server stopped waiting for the roots/list answer"
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -102,7 +104,8 @@ def start_session(params: dict[str, Any]) -> LegacySession:
 
 class LegacyHandler:
     """Answers one session's requests; `channel` asks the client (stdio), None on HTTP, whose
-    transport asks on the SSE stream and uses `dispatch` and `finish` itself."""
+    transport asks on the SSE stream and uses `dispatch` and `finish` itself. `roots_wait_s`
+    bounds the wait for a stdio client's `roots/list` answer."""
 
     def __init__(
         self,
@@ -111,12 +114,14 @@ class LegacyHandler:
         session: LegacySession,
         channel: ClientChannel | None = None,
         grants: GrantLookup | None = None,
+        roots_wait_s: float = ROOTS_WAIT_S,
     ) -> None:
         self.server = server
         self.principal = principal
         self.session = session
         self.channel = channel
         self.grants = grants
+        self.roots_wait_s = roots_wait_s
         self.roots: Roots | None = session.roots
         self.roots_known = session.roots_known
 
@@ -144,11 +149,25 @@ class LegacyHandler:
         return self.roots if self.roots_known else ()
 
     def refresh_roots(self) -> None:
-        """Ask a stdio client for its roots now (after `initialized`, on list_changed)."""
+        """Ask a stdio client for its roots now (after `initialized`, on list_changed). A client
+        that does not answer within `roots_wait_s` is told the question is withdrawn and is
+        treated as over HTTP (a wait that runs out there leaves no answer): nothing is usable
+        until it says its roots changed. The requests that queued meanwhile are served next."""
         if self.channel is None or not self.narrowed:
             return
         question = roots_request(self.channel.new_id())
-        self.learn_roots(self.channel.ask(question, None))
+        try:
+            response = self.channel.ask(question, None, self.roots_wait_s)
+        except Unanswered:
+            self.channel.cancel(question["id"], ROOTS_NOT_ANSWERED)
+            log.warning(
+                "legacy client did not answer roots/list within %g s; no workspace is usable "
+                "until it sends notifications/roots/list_changed",
+                self.roots_wait_s,
+            )
+            self.roots, self.roots_known = (), True
+            return
+        self.learn_roots(response)
 
     def initialize(self, request_id: RequestId) -> Outcome:
         """Answer `initialize` from the core's own `server/discover` result."""

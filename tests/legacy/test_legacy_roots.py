@@ -1,10 +1,12 @@
 """Roots only narrow (stdio, a real `serve` process): a 2025-11-25 client that declares `roots`
 is asked `roots/list` after `initialized` and on `list_changed`; it may then touch only granted
 workspaces at or below its roots, and a missing workspaceUri defaults to the one such
-workspace."""
+workspace. A client that never answers `roots/list` holds the connection only for the roots
+wait (`NOTES_SERVER_ROOTS_WAIT`), then is treated as having no usable roots."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,16 +19,32 @@ from notes_server.security.keyring import KeyRing
 
 SHARED = "file:///srv/shared"
 ROOTS_CLIENT: dict[str, Any] = {"elicitation": {}, "roots": {"listChanged": True}}
+SHORT_WAIT_S = 0.5
+GAVE_UP = "The server stopped waiting for the roots/list answer"
+
+
+def starter(
+    spawn_server: Callable[..., ServerProcess], grant: Callable[..., str], **env: str
+) -> Callable[[], LegacyClient]:
+    grant("alice", NOTES)
+    grant("alice", SHARED)
+    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec(), **env}
+    return lambda: LegacyClient(spawn_server(env=env))
 
 
 @pytest.fixture
 def start(
     spawn_server: Callable[..., ServerProcess], grant: Callable[..., str]
 ) -> Callable[[], LegacyClient]:
-    grant("alice", NOTES)
-    grant("alice", SHARED)
-    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
-    return lambda: LegacyClient(spawn_server(env=env))
+    return starter(spawn_server, grant)
+
+
+@pytest.fixture
+def impatient(
+    spawn_server: Callable[..., ServerProcess], grant: Callable[..., str]
+) -> Callable[[], LegacyClient]:
+    """Servers that wait only SHORT_WAIT_S for a roots/list answer."""
+    return starter(spawn_server, grant, NOTES_SERVER_ROOTS_WAIT=str(SHORT_WAIT_S))
 
 
 def answer_roots(client: LegacyClient, *uris: str) -> None:
@@ -209,3 +227,71 @@ def test_a_malformed_root_is_ignored_and_logged(start: Callable[[], LegacyClient
     assert denied(create(client, SHARED, "shared"))
     client.process.close()
     assert "ignored a client root that is not a plain file:/// URI" in client.process.stderr_text()
+
+
+def test_a_client_that_never_answers_roots_list_is_cancelled_then_served_with_nothing_usable(
+    impatient: Callable[[], LegacyClient],
+) -> None:
+    client = impatient()
+    began = time.monotonic()
+    client.initialize(capabilities=ROOTS_CLIENT)
+    question = client.read()
+    listing = client.send("tools/list", {})
+    creating = client.call_tool("notes_create", {"workspaceUri": NOTES, "title": "queued"})
+    pinging = client.send("ping")
+    replies = [client.read() for _ in range(4)]
+    served = time.monotonic()
+
+    assert question == {"jsonrpc": "2.0", "id": "s-1", "method": "roots/list"}
+    # The ping may be answered during the wait or after it; the rest keep their order.
+    assert {"jsonrpc": "2.0", "id": pinging, "result": {}} in replies
+    cancelled, listed, created = [r for r in replies if r.get("id") != pinging]
+    assert cancelled == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": "s-1", "reason": GAVE_UP},
+    }
+    assert listed["id"] == listing and "notes_create" in {
+        t["name"] for t in listed["result"]["tools"]
+    }
+    assert created["id"] == creating and denied(created)
+    assert served - began >= SHORT_WAIT_S
+
+
+def test_a_late_roots_answer_is_dropped_and_list_changed_asks_again(
+    impatient: Callable[[], LegacyClient],
+) -> None:
+    client = impatient()
+    client.initialize(capabilities=ROOTS_CLIENT)
+    question = client.read()
+    assert client.read()["method"] == "notifications/cancelled"  # the wait ran out
+
+    client.respond(question["id"], {"roots": [{"uri": NOTES}]})
+    after_late_answer = create(client, None, "late")
+    client.notify("notifications/roots/list_changed")
+    answer_roots(client, NOTES)
+    after_new_answer = create(client, None, "asked again")
+
+    assert after_late_answer["result"]["isError"] is True
+    assert "usable workspaces: (none)" in after_late_answer["result"]["content"][0]["text"]
+    assert created_in(after_new_answer, NOTES)
+    assert client.process.close() == 0
+    log = client.process.stderr_text()
+    assert log.count(f"did not answer roots/list within {SHORT_WAIT_S:g} s") == 1
+    assert "dropped a response to an unknown or abandoned request" in log
+
+
+def test_stdin_ending_while_roots_are_asked_serves_what_waited_and_exits(
+    start: Callable[[], LegacyClient],
+) -> None:
+    client = start()  # the default wait (30 s) never runs out here
+    client.initialize(capabilities=ROOTS_CLIENT)
+    assert client.read()["method"] == "roots/list"
+    listing = client.send("tools/list", {})
+
+    assert client.process.close() == 0
+    listed = client.read()
+    assert listed["id"] == listing and "tools" in listed["result"]
+    with pytest.raises(EOFError):
+        client.read()
+    assert "did not answer roots/list" not in client.process.stderr_text()

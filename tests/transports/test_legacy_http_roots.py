@@ -9,6 +9,7 @@ makes the next such request ask again."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from http_support import HttpServer, LegacyHttpHost, server_instances
 from sqlalchemy import Engine
 
 from notes_server.errors import WORKSPACE_DENIED
+from notes_server.legacy.roots import ROOTS_WAIT_S
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
@@ -169,3 +171,27 @@ def test_an_empty_roots_list_is_kept_and_narrows_nothing(pair: Pair, host: Host)
 
     assert note_uri(final).startswith(NOTES + "/")
     assert note_uri(shared).startswith(SHARED + "/")
+
+
+def test_an_unanswered_roots_list_leaves_nothing_usable_after_the_configured_wait(
+    tmp_path: Path, migrated_engine: Engine, grant: Any
+) -> None:
+    grant("alice", NOTES)
+    _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
+    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec(), "NOTES_SERVER_ROOTS_WAIT": "0.5"}
+    url = str(migrated_engine.url)
+    with server_instances(tmp_path, url, "--auth", "token", env=env, count=1) as (server,):
+        host = Host(token, {"elicitation": {}, "roots": {"listChanged": True}})
+        host.initialize(server)
+        call = create_call(host, NOTES, "unanswered")
+        began = time.monotonic()
+        with host.http.stream("POST", f"{server.url}/mcp", json=call, headers=host.headers()) as r:
+            received = list(events(r))
+        waited = time.monotonic() - began
+        later = host.create(server, NOTES, "later")  # not asked again: plain JSON
+        host.close()
+
+    assert [event.get("method") for event in received] == ["roots/list", None]
+    assert received[1]["id"] == call["id"] and received[1]["error"] == DENIED
+    assert 0.5 <= waited < ROOTS_WAIT_S  # the default would have held it for 30 s
+    assert later["error"] == DENIED
