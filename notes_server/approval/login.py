@@ -5,7 +5,10 @@
   JWTs), else (`--auth none`, which accepts anything) only as a stored `nst_` token.
 - `CodeLogin` (stdio): a one-time code the server prints on its stderr when the link is opened.
   Only the person who can read the server's own terminal or log sees it; the stdio server acts
-  for one principal. Five wrong codes burn it (open the link again from a new purge request).
+  for one principal.
+
+Neither counts wrong secrets: the page does, on the approval's row (`approvals.MAX_ATTEMPTS`),
+so one limit holds for both and across every worker and instance sharing the database.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ if TYPE_CHECKING:
     from notes_server.store.approvals import Approval
     from notes_server.tools.services import Services
 
-MAX_ATTEMPTS = 5
 MAX_CREDENTIAL = 8192
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 WRONG_TOKEN = "That token does not belong to the account that asked for this purge."
@@ -85,7 +87,7 @@ class CodeLogin:
         self.principal = principal
         self.out = out
         self.lock = threading.Lock()
-        self.codes: dict[str, tuple[str, int]] = {}  # approval -> (SHA-256 of code, tries)
+        self.codes: dict[str, str] = {}  # approval -> SHA-256 of its code
 
     def form(self, csrf: str, error: str | None = None) -> str:
         return html.code_form(csrf, error)
@@ -96,7 +98,7 @@ class CodeLogin:
     def link_opened(self, approval: str) -> None:
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(10))
         with self.lock:
-            self.codes[approval] = (_digest(code), 0)
+            self.codes[approval] = _digest(code)
         shown = f"{code[:5]}-{code[5:]}"
         out = self.out or sys.stderr
         out.write(f"notes-server: approval code for purge request {approval}: {shown}\n")
@@ -108,17 +110,10 @@ class CodeLogin:
     def principal_for(self, approval: Approval, secret: str) -> str | None:
         typed = secret.replace("-", "").replace(" ", "").upper()
         with self.lock:
-            entry = self.codes.get(approval.id)
-            if entry is None:
+            digest = self.codes.get(approval.id)
+            if digest is None or not secrets.compare_digest(digest, _digest(typed)):
                 return None
-            if secrets.compare_digest(entry[0], _digest(typed)):
-                del self.codes[approval.id]
-            elif entry[1] + 1 >= MAX_ATTEMPTS:
-                del self.codes[approval.id]
-                return None
-            else:
-                self.codes[approval.id] = (entry[0], entry[1] + 1)
-                return None
+            del self.codes[approval.id]  # one sign-in per code
         return self.principal if approval.principal == self.principal else None
 
 

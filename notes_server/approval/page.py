@@ -6,7 +6,9 @@ but never without proof that the person is the principal that started the purge.
 2. The login form asks for the principal's own credential for this server (an API token, or
    an access token (JWT) when the server accepts them: the same authenticator as `/mcp`); a
    credential of another principal is refused. Success sets a short sealed session cookie
-   (HttpOnly, SameSite=Strict, Secure unless on loopback plain HTTP).
+   (HttpOnly, SameSite=Strict, Secure unless on loopback plain HTTP). Every refused credential
+   is counted on the approval's row; the `approvals.MAX_ATTEMPTS`th locks the approval for
+   good (audited as "locked"), whichever workers and instances the attempts reached.
 3. The confirm form shows the workspace, the count and the titles and asks for the workspace's
    last path segment; submitting it records the approval in the database row.
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
@@ -32,6 +34,11 @@ from notes_server.approval import html
 from notes_server.approval.login import Login, TokenLogin
 from notes_server.tools.purge import APPROVAL_PATH, last_segment, link_hash
 from notes_server.tools.services import Services
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from notes_server.store.approvals import Approval
 
 COOKIE = "notes_approval"
 COOKIE_KIND = "notes-purge-approval"
@@ -128,7 +135,7 @@ class ApprovalPage:
         if visit is None:
             return respond(403, html.message("No approval in progress", NO_VISIT))
         if visit.step == "login":
-            return respond(200, self.login.form(visit.csrf))
+            return await run_in_threadpool(self.login_page, visit)
         return await run_in_threadpool(self.confirm_page, visit, None)
 
     # -- the cookie -----------------------------------------------------------------------
@@ -194,23 +201,82 @@ class ApprovalPage:
             return await self.sign_in(request, visit, form.get("token", ""))
         return await run_in_threadpool(self.approve, visit, form.get("confirm", ""))
 
+    def login_page(self, visit: Visit) -> Response:
+        closed = self.closed(self.current(visit.approval), self.services.clock())
+        return closed or respond(200, self.login.form(visit.csrf))
+
     async def sign_in(self, request: Request, visit: Visit, token: str) -> Response:
-        principal = await run_in_threadpool(self.owner_of, visit.approval, token)
-        if principal is None:
-            return respond(403, self.login.form(visit.csrf, self.login.refusal()))
-        session = Visit(visit.approval, "confirm", secrets.token_urlsafe(32), principal)
+        checked = await run_in_threadpool(self.owner_of, visit, token)
+        if not isinstance(checked, str):
+            return checked
+        session = Visit(visit.approval, "confirm", secrets.token_urlsafe(32), checked)
         return redirect_with(request, session, self.seal(session))
 
-    def owner_of(self, approval_id: str, secret: str) -> str | None:
-        """The approval's principal if `secret` proves the person is it (see `login`)."""
+    def owner_of(self, visit: Visit, secret: str) -> str | Response:
+        """The approval's principal if `secret` proves the person is it (see `login`); else
+        the page to show. A wrong secret is counted on the row first: the limit then holds
+        whichever worker or instance each attempt reaches. The secret is never logged."""
+        from notes_server.store import approvals
+        from notes_server.store.engine import write_tx
+
+        now = self.services.clock()
+        approval = self.current(visit.approval)
+        closed = self.closed(approval, now)
+        if closed is not None:
+            return closed
+        assert approval is not None  # closed() answers for a missing row
+        principal = self.login.principal_for(approval, secret)
+        if principal is not None:
+            return principal
+        with write_tx(self.services.engine) as conn:
+            failures = approvals.count_failed_sign_in(conn, approval.id, now)
+            if failures == approvals.MAX_ATTEMPTS:
+                self.audit_lock(conn, approval, now)
+        if failures is None:  # locked, expired or answered meanwhile
+            closed = self.closed(self.current(visit.approval), now)
+        elif failures >= approvals.MAX_ATTEMPTS:
+            closed = respond(403, html.message("Approval locked", LOCKED))
+        return closed or respond(403, self.login.form(visit.csrf, self.login.refusal()))
+
+    def current(self, approval_id: str) -> Approval | None:
         from notes_server.store import approvals
         from notes_server.store.engine import read_tx
 
         with read_tx(self.services.engine) as conn:
-            approval = approvals.get(conn, approval_id)
-        if approval is None or approval.expires_at <= self.services.clock():
-            return None
-        return self.login.principal_for(approval, secret)
+            return approvals.get(conn, approval_id)
+
+    @staticmethod
+    def closed(approval: Approval | None, now: datetime) -> Response | None:
+        """The page for an approval that can no longer be signed in to, else None."""
+        if approval is None or approval.expires_at <= now:
+            return respond(410, html.message("Approval closed", CLOSED))
+        if approval.locked:
+            return respond(403, html.message("Approval locked", LOCKED))
+        return None
+
+    @staticmethod
+    def audit_lock(conn: Connection, approval: Approval, now: datetime) -> None:
+        """Audited like the tool's own outcomes, for the principal whose purge it was (who
+        typed the wrong credentials is not known); no nonce, the page never sees the state."""
+        from notes_server.store import approvals, audit
+        from notes_server.tools.purge import PurgeNotes
+
+        title = (
+            f"purge of {len(approval.items)} archived note(s): locked after "
+            f"{approvals.MAX_ATTEMPTS} wrong sign-ins"
+        )
+        entry = audit.AuditRecord(
+            at=now,
+            principal=approval.principal,
+            tool=PurgeNotes.action.tool,
+            outcome="locked",
+            workspace=approval.workspace,
+            note_id=None,
+            note_title=title,
+            note_path=None,
+            nonce=None,
+        )
+        audit.record(conn, entry)
 
     def confirm_page(self, visit: Visit, error: str | None) -> Response:
         from notes_server.store import approvals
@@ -222,6 +288,8 @@ class ApprovalPage:
         usable = approval is not None and approval.principal == visit.principal
         if approval is None or not usable or approval.expires_at <= now:
             return respond(410, html.message("Approval closed", CLOSED))
+        if approval.locked:
+            return respond(403, html.message("Approval locked", LOCKED))
         if approval.approved_at is not None:
             return respond(200, html.message("Purge approved", APPROVED))
         titles = [title for _, _, title in approval.items]
@@ -238,11 +306,13 @@ class ApprovalPage:
             approval = approvals.get(conn, visit.approval)
         if approval is None or approval.principal != visit.principal:
             return respond(410, html.message("Approval closed", CLOSED))
+        if approval.locked:
+            return respond(403, html.message("Approval locked", LOCKED))
         if typed.strip() != last_segment(approval.workspace):
             return self.confirm_page(visit, MISTYPED)
         with write_tx(self.services.engine) as conn:
             done = approvals.approve(conn, visit.approval, visit.principal, self.services.clock())
-        if not done:
+        if not done:  # expired, answered, or locked by wrong sign-ins elsewhere meanwhile
             return respond(410, html.message("Approval closed", CLOSED))
         return respond(200, html.message("Purge approved", APPROVED))
 
@@ -254,6 +324,10 @@ BAD_CSRF = "The form was not submitted from this page. Reload the page and try a
 CLOSED = "This approval is no longer open (it expired, was answered or was used)."
 APPROVED = "Approved. Go back to your assistant and continue: it will now purge these notes."
 MISTYPED = "The name you typed does not match the workspace. Nothing was approved."
+LOCKED = (
+    "This approval was locked after too many wrong sign-ins and can no longer be used. Nothing "
+    "was deleted. To purge these notes, start the purge again from your assistant."
+)
 
 
 def parse_form(body: bytes) -> dict[str, str] | None:

@@ -2,8 +2,9 @@
 
 A purge's round 1 stores the exact archived set here with the SHA-256 of a one-time link secret;
 the approval page (any worker, any instance) spends the link once and records the approval; the
-purge's round 2 reads the row inside its own write transaction. Portable Core only: none of this
-is on a hot path. Callers pass the connection and own the transaction.
+purge's round 2 reads the row inside its own write transaction. Wrong credentials typed on the
+page are counted on the row, so the limit holds across workers and instances. Portable Core
+only: none of this is on a hot path. Callers pass the connection and own the transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from notes_server.store.models import notes_table as notes
 from notes_server.store.models import purge_approvals_table as approvals
 from notes_server.store.notes import COLUMNS, NoteRecord
 
+MAX_ATTEMPTS = 5
+"""Wrong sign-ins after which an approval is locked: it can never be completed."""
+
 Item = tuple[str, int, str]
 """(note id, version, title) of one archived note in the bound set."""
 
@@ -33,6 +37,11 @@ class Approval:
     expires_at: datetime
     link_used: bool
     approved_at: datetime | None
+    failed_sign_ins: int
+
+    @property
+    def locked(self) -> bool:
+        return self.failed_sign_ins >= MAX_ATTEMPTS
 
 
 def archived_notes(conn: Connection, workspace: str) -> list[NoteRecord]:
@@ -87,6 +96,7 @@ def get(conn: Connection, approval_id: str) -> Approval | None:
         expires_at=row["expires_at"],
         link_used=bool(row["link_used"]),
         approved_at=row["approved_at"],
+        failed_sign_ins=int(row["failed_sign_ins"]),
     )
 
 
@@ -105,8 +115,28 @@ def spend_link(conn: Connection, approval_id: str, link_hash: str, now: datetime
     return result.rowcount == 1
 
 
+def count_failed_sign_in(conn: Connection, approval_id: str, now: datetime) -> int | None:
+    """Count one wrong credential for a pending approval in a single atomic UPDATE (two pages
+    racing on two instances both count); the new count, `MAX_ATTEMPTS` exactly once for the
+    refusal that locks it. None when there is nothing left to guard: the approval is gone,
+    expired, already approved or already locked."""
+    row = conn.execute(
+        update(approvals)
+        .where(
+            approvals.c.id == approval_id,
+            approvals.c.approved_at.is_(None),
+            approvals.c.expires_at > now,
+            approvals.c.failed_sign_ins < MAX_ATTEMPTS,
+        )
+        .values(failed_sign_ins=approvals.c.failed_sign_ins + 1)
+        .returning(approvals.c.failed_sign_ins)
+    ).first()
+    return None if row is None else int(row[0])
+
+
 def approve(conn: Connection, approval_id: str, principal: str, now: datetime) -> bool:
-    """Record the page's approval once, for the principal that started the purge."""
+    """Record the page's approval once, for the principal that started the purge, unless the
+    approval was locked by wrong sign-ins meanwhile."""
     result = conn.execute(
         update(approvals)
         .where(
@@ -115,6 +145,7 @@ def approve(conn: Connection, approval_id: str, principal: str, now: datetime) -
             approvals.c.link_used.is_(True),
             approvals.c.approved_at.is_(None),
             approvals.c.expires_at > now,
+            approvals.c.failed_sign_ins < MAX_ATTEMPTS,
         )
         .values(approved_at=now)
     )

@@ -202,5 +202,8 @@ purge_approvals_table = Table(
     Column("created_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
     Column("approved_at", TZ, nullable=True),
+    # Wrong credentials typed on the approval page (any worker or instance); at
+    # `approvals.MAX_ATTEMPTS` the approval is locked and can never be completed.
+    Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
     Index("ix_purge_approvals_expires", "expires_at"),
 )

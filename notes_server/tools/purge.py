@@ -282,6 +282,8 @@ class PurgeNotes(ConfirmedAction):
             raise StateRejected("approval does not match the state")
         if approval.expires_at <= self.services.clock():
             raise StateRejected("approval expired")
+        if approval.locked:  # as good as dropped: only a new purge asks for a new approval
+            raise StateRejected("approval locked after too many wrong sign-ins")
 
     def purge(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult | None:
         """ONE transaction: re-authorize, re-check that the archived set is exactly the

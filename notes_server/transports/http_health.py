@@ -2,7 +2,7 @@
 
 200 `{"status": "ok", "schema": HEAD}` when the database answers and its schema is the one this
 build needs; otherwise 503 with a reason a person can act on ("database unreachable", "schema
-is at 0007, not 0008: run notes-server migrate"), never a driver message, URL or path. Public (a
+is at 0008, not 0009: run notes-server migrate"), never a driver message, URL or path. Public (a
 load balancer holds no token) but behind the Origin/Host guard like every route. The check runs
 in a worker thread, bounded by the request timeout, so a hung database answers 503, not never.
 """

@@ -70,7 +70,7 @@ def test_a_stdio_purge_is_approved_on_a_loopback_page_with_the_code_from_stderr(
     assert code not in "".join(line.decode() for line in server.transcript)  # never on stdout
 
 
-def test_a_wrong_code_is_refused_and_five_burn_it(
+def test_a_wrong_code_is_refused_and_five_lock_the_approval(
     server: ServerProcess, migrated_engine: Engine
 ) -> None:
     add_note(migrated_engine, "old.md", "Old", archived=True)
@@ -84,8 +84,12 @@ def test_a_wrong_code_is_refused_and_five_burn_it(
         wrong = [form_post(browser, {"csrf": csrf, "token": "AAAAA-AAAAA"}) for _ in range(5)]
         late = form_post(browser, {"csrf": csrf, "token": code})
 
-    assert all(r.status_code == 403 and "not the approval code" in r.text for r in wrong)
-    assert late.status_code == 403
+    assert all(r.status_code == 403 and "not the approval code" in r.text for r in wrong[:4])
+    for locked in (wrong[4], late):
+        assert locked.status_code == 403 and "locked after too many wrong sign-ins" in locked.text
+    with migrated_engine.connect() as conn:
+        query = text("SELECT outcome FROM audit_log WHERE tool = 'notes_purge'")
+        assert conn.execute(query).scalars().all() == ["locked"]
 
 
 def test_the_listener_refuses_a_foreign_host_header(

@@ -255,3 +255,39 @@ def test_upgrade_to_0003_rekeys_titles_so_any_normalization_matches(
     migrate.downgrade(empty_engine, "0002")
     with read_tx(empty_engine) as conn:
         assert conn.execute(select(notes_table.c.title_key)).scalar_one() == "u\u0308ber strasse"
+
+
+def test_upgrade_to_0009_starts_pending_approvals_at_no_wrong_sign_ins(
+    migrated_engine: Engine,
+) -> None:
+    """A purge approval pending across the upgrade keeps working: its count starts at 0 and
+    the atomic count and lock work on it (SQLite and PostgreSQL)."""
+    from sqlalchemy import text
+
+    from notes_server.store import approvals
+
+    migrate.downgrade(migrated_engine, "0008")
+    with write_tx(migrated_engine) as conn:
+        conn.execute(
+            text(
+                "INSERT INTO purge_approvals (id, principal, workspace, link_hash, link_used, "
+                "items_json, set_digest, created_at, expires_at, approved_at) VALUES ('pa-old', "
+                "'alice', :ws, :hash, :used, '[]', :hash, :now, :later, NULL)"
+            ),
+            {"ws": WS, "hash": "0" * 64, "used": True, "now": NOW, "later": NOW.replace(hour=13)},
+        )
+
+    migrate.upgrade(migrated_engine)
+
+    with read_tx(migrated_engine) as conn:
+        before = approvals.get(conn, "pa-old")
+    with write_tx(migrated_engine) as conn:
+        counts = [approvals.count_failed_sign_in(conn, "pa-old", NOW) for _ in range(6)]
+        approved = approvals.approve(conn, "pa-old", "alice", NOW)
+    assert before is not None and (before.failed_sign_ins, before.locked) == (0, False)
+    assert counts == [1, 2, 3, 4, 5, None]
+    assert approved is False
+    migrate.downgrade(migrated_engine, "0008")
+    with read_tx(migrated_engine) as conn:
+        assert conn.execute(text("SELECT id FROM purge_approvals")).scalars().all() == ["pa-old"]
+    migrate.upgrade(migrated_engine)
