@@ -162,6 +162,13 @@ def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
+def read_statement(engine: Engine) -> AbstractContextManager[Connection]:
+    """A read that is one statement: on embedded SQLite the thread's held connection without
+    BEGIN and COMMIT (a statement reads one snapshot by itself); elsewhere as `read_tx`."""
+    snapshots = ThreadSnapshots.of(engine)
+    return pooled_read(engine) if snapshots is None else snapshots.read(one_statement=True)
+
+
 class _OnDriver(ABC):
     """A Core statement, prepared once, that the SQLite repositories run straight on the
     DB-API connection (inside the caller's transaction); the Core ones execute `.statement`."""

@@ -13,11 +13,12 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import (
     Connection,
     Integer,
+    and_,
     any_,
     bindparam,
     delete,
@@ -32,6 +33,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
+from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.types import from_stored
 
@@ -52,6 +54,21 @@ COLUMNS = (
 _GET_NOTE = FastRead(
     select(*COLUMNS).where(
         notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
+    )
+)
+# The grant and the note in one statement (no row: no grant; NULL note columns: no such note),
+# so that a by-id read is one statement instead of two.
+_GET_GRANTED = FastRead(
+    select(grants.c.role, *COLUMNS)
+    .select_from(
+        grants.outerjoin(
+            notes,
+            and_(notes.c.workspace == grants.c.workspace, notes.c.id == bindparam("note_id")),
+        )
+    )
+    .where(
+        grants.c.principal == bindparam("principal"),
+        grants.c.workspace == bindparam("workspace"),
     )
 )
 NEWEST_FIRST = (notes.c.updated_at.desc(), notes.c.id)
@@ -152,6 +169,13 @@ class NoteRecord:
         )
 
 
+class Granted(NamedTuple):
+    """A principal's role on a workspace, and the note asked for in it (None: no such note)."""
+
+    role: str
+    note: NoteRecord | None
+
+
 class PathConflict(Exception):
     """Another note already has this (workspace, path)."""
 
@@ -175,6 +199,10 @@ class NoteStore(Protocol):
     ) -> NoteRecord: ...
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None: ...
+
+    def get_granted(
+        self, conn: Connection, principal: str, workspace: str, note_id: str
+    ) -> Granted | None: ...
 
     def get_by_path(self, conn: Connection, workspace: str, path: str) -> NoteRecord | None: ...
 
@@ -239,6 +267,16 @@ class CoreNotes(CoreRun):
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
         row = self._first(_GET_NOTE, conn, {"note_id": note_id, "workspace": workspace})
         return None if row is None else self._record(row)
+
+    def get_granted(
+        self, conn: Connection, principal: str, workspace: str, note_id: str
+    ) -> Granted | None:
+        values = {"principal": principal, "workspace": workspace, "note_id": note_id}
+        row = self._first(_GET_GRANTED, conn, values)
+        if row is None:
+            return None
+        note = None if row[1] is None else self._record(row[1:])
+        return Granted(str(row[0]), note)
 
     def get_by_path(self, conn: Connection, workspace: str, path: str) -> NoteRecord | None:
         row = conn.execute(
@@ -305,6 +343,12 @@ def insert_note(
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
     return store(conn).get(conn, workspace, note_id)
+
+
+def get_granted(conn: Connection, principal: str, workspace: str, note_id: str) -> Granted | None:
+    """The principal's role on exactly this workspace with the note by id in it, in one
+    statement; None when there is no grant (deny by default)."""
+    return store(conn).get_granted(conn, principal, workspace, note_id)
 
 
 def get_note_by_path(conn: Connection, workspace: str, path: str) -> NoteRecord | None:

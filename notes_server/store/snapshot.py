@@ -37,16 +37,18 @@ class _Held(threading.local):
         self.conn: Connection | None = None
         self.driver: sqlite3.Connection | None = None
         self.busy = False
+        self.begin = True  # False: one statement, which reads one snapshot by itself
 
     def __enter__(self) -> Connection:
         conn, driver = self.conn, self.driver
         if conn is None or driver is None:
             conn, driver = self.owner._open(self)
-        try:
-            driver.execute("BEGIN")
-        except BaseException:
-            self.owner._drop(self, conn)
-            raise
+        if self.begin:
+            try:
+                driver.execute("BEGIN")
+            except BaseException:
+                self.owner._drop(self, conn)
+                raise
         self.busy = True
         return conn
 
@@ -101,11 +103,16 @@ class ThreadSnapshots:
         snapshots: ThreadSnapshots | None = getattr(engine, _ATTRIBUTE, None)
         return snapshots
 
-    def read(self) -> AbstractContextManager[Connection]:
+    def read(self, *, one_statement: bool = False) -> AbstractContextManager[Connection]:
         """One snapshot on this thread's connection; a pooled read transaction when one is
-        already open here (a nested read, or a coroutine suspended inside one)."""
+        already open here (a nested read, or a coroutine suspended inside one). For a read of
+        `one_statement`, no BEGIN and COMMIT: SQLite runs a lone statement in a snapshot of
+        its own, and the two cost about as much as the statement."""
         held = self._held
-        return pooled_read(self._engine) if held.busy else held
+        if held.busy:
+            return pooled_read(self._engine)
+        held.begin = not one_statement
+        return held
 
     def _open(self, held: _Held) -> tuple[Connection, sqlite3.Connection]:
         with self._lock:

@@ -23,8 +23,9 @@ class ReadNote(Tool):
         return self.services.settings.sqlite_path is not None
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        from notes_server.store.engine import read_tx
+        from notes_server.store.engine import read_statement
 
-        with read_tx(self.services.engine) as conn:
+        # owned_note reads the grant and the note in one statement
+        with read_statement(self.services.engine) as conn:
             _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
         return ToolResult({"note": note_full(note, uri)})

@@ -30,18 +30,27 @@ def authorize(conn: Connection, ctx: CallContext, text: object, *, write: bool) 
     malformed, unauthorized and outside the roots look the same."""
     from notes_server.store import grants
 
+    workspace = _workspace(text)
+    _check_role(grants.role_for(conn, ctx.principal, workspace.uri), workspace, ctx, write=write)
+    return workspace
+
+
+def _workspace(text: object) -> WorkspaceUri:
     if not isinstance(text, str):
         raise WorkspaceDenied()
     try:
-        workspace = parse_workspace_uri(text)
+        return parse_workspace_uri(text)
     except UriError:
         raise WorkspaceDenied() from None
-    role = grants.role_for(conn, ctx.principal, workspace.uri)
+
+
+def _check_role(
+    role: str | None, workspace: WorkspaceUri, ctx: CallContext, *, write: bool
+) -> None:
     if role is None or (write and role != "write"):
         raise WorkspaceDenied()
     if not within_roots(workspace, ctx.roots):
         raise WorkspaceDenied()
-    return workspace
 
 
 def within_roots(workspace: WorkspaceUri, roots: tuple[WorkspaceUri, ...] | None) -> bool:
@@ -91,14 +100,18 @@ def owned_note(
     conn: Connection, ctx: CallContext, workspace_text: object, note_id: str, *, write: bool
 ) -> tuple[WorkspaceUri, NoteRecord, str]:
     """Authorize the workspace, find the note by id inside it and contain it: what every
-    by-id tool does first. Returns (workspace, note, the note's canonical URI)."""
+    by-id tool does first. Returns (workspace, note, the note's canonical URI). The grant and
+    the note are read in one statement; the checks and their order are `authorize`'s."""
     from notes_server.store import notes
 
-    workspace = authorize(conn, ctx, workspace_text, write=write)
-    note = notes.get_note(conn, workspace.uri, note_id)
-    if note is None:
+    workspace = _workspace(workspace_text)
+    granted = notes.get_granted(conn, ctx.principal, workspace.uri, note_id)
+    if granted is None:
+        raise WorkspaceDenied()
+    _check_role(granted.role, workspace, ctx, write=write)
+    if granted.note is None:
         raise not_found(note_id)
-    return workspace, note, contain(workspace, note)
+    return workspace, granted.note, contain(workspace, granted.note)
 
 
 def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:

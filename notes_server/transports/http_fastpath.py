@@ -64,6 +64,9 @@ _WANTED = frozenset(
 _JSON = (b"content-type", b"application/json")
 _EXPOSE = (b"access-control-expose-headers", EXPOSE_HEADERS.encode("latin-1"))
 _VARY = (b"vary", b"Origin")
+# Header values seen to pass the Host and media-type checks (a client repeats its own on every
+# request); bounded, so that varied values cannot grow it.
+_PASSED_MAX = 256
 
 Answer = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -123,6 +126,7 @@ class McpPostFastPath:
         self.check = HostOriginCheck(http)
         self.limit = http.max_body_bytes
         self.body_timeout = BODY_READ_TIMEOUT_S
+        self.passed: set[tuple[str, ...]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -151,7 +155,8 @@ class McpPostFastPath:
         None when the client went away before its body was read."""
         found = _headers_of(scope)
         origins = found.get(b"origin", [])
-        if b"mcp-session-id" in found or self.check.problem(found.get(b"host", []), origins):
+        hosts = found.get(b"host", [])
+        if b"mcp-session-id" in found or self.host_problem(hosts, origins):
             return self.fallback
         origin = origins[0] if origins else None
         authorization = found.get(b"authorization", [])
@@ -162,9 +167,11 @@ class McpPostFastPath:
             return self.cors(unauthorized(url, presented=bool(authorization)), origin)
         accept = found.get(b"accept", [""])[0]
         content_type = found.get(b"content-type", [""])[0]
-        problem = media_problem_for(accept, content_type)
-        if problem is not None:
-            return self.cors(problem, origin)
+        if ("media", accept, content_type) not in self.passed:
+            problem = media_problem_for(accept, content_type)
+            if problem is not None:
+                return self.cors(problem, origin)
+            self.remember(("media", accept, content_type))
         declared = found.get(b"content-length", [None])[0]
         try:
             body = await self.read_body(receive, declared)
@@ -191,6 +198,22 @@ class McpPostFastPath:
         if self.endpoint.quick(headers):
             return call(), origin  # cheaper than a hand-off; see `McpEndpoint.quick`
         return await self.endpoint.threads.run(call, self.http.request_timeout), origin
+
+    def host_problem(self, hosts: list[str], origins: list[str]) -> bool:
+        """`HostOriginCheck.problem`, remembered for a lone Host without an Origin."""
+        if len(hosts) != 1 or origins:
+            return self.check.problem(hosts, origins) is not None
+        if ("host", hosts[0]) in self.passed:
+            return False
+        if self.check.problem(hosts, origins) is not None:
+            return True
+        self.remember(("host", hosts[0]))
+        return False
+
+    def remember(self, passed: tuple[str, ...]) -> None:
+        if len(self.passed) >= _PASSED_MAX:
+            self.passed.clear()
+        self.passed.add(passed)
 
     async def read_body(self, receive: Receive, declared: str | None) -> bytes | None:
         """The whole body within the bounds, or None when the client went away."""

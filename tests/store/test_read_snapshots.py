@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from notes_server.store import grants, notes
-from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.engine import read_statement, read_tx, write_tx
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
@@ -135,3 +135,32 @@ def test_disposing_the_engine_closes_every_threads_read_connection(
     # The last connection to close checkpoints the log and deletes it: none is left open.
     assert not wal.exists()
     read()  # the engine stays usable: this thread opens a new connection
+
+
+def test_a_one_statement_read_sees_each_commit_and_a_later_read_transaction_keeps_its_snapshot(
+    migrated_engine: Engine,
+) -> None:
+    first = _insert(migrated_engine, "a.md")
+    with read_statement(migrated_engine) as conn:
+        assert notes.get_note(conn, WS, first.id) == first
+    second = _insert(migrated_engine, "b.md")
+    with read_statement(migrated_engine) as conn:
+        assert notes.get_note(conn, WS, second.id) == second
+    with read_tx(migrated_engine) as conn:
+        assert _count(conn) == 2
+        _insert(migrated_engine, "c.md")
+        if migrated_engine.dialect.name == "sqlite":
+            assert _count(conn) == 2  # the snapshot began with the read transaction
+
+
+@pytest.mark.sqlite_only("the SQLite write-ahead log")
+def test_a_one_statement_read_leaves_no_snapshot_open_that_would_block_a_checkpoint(
+    migrated_engine: Engine,
+) -> None:
+    note = _insert(migrated_engine, "a.md")
+    with read_statement(migrated_engine) as conn:
+        assert notes.get_note(conn, WS, note.id) == note
+    _insert(migrated_engine, "b.md")
+    with migrated_engine.connect() as conn:
+        busy, _frames, _done = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+    assert busy == 0

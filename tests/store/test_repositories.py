@@ -61,6 +61,13 @@ def seeded(tmp_path: Path) -> Iterator[Engine]:
         engine.dispose()
 
 
+def _other_id(conn: Connection) -> str:
+    """A note of the workspace alice has no grant on."""
+    other = notes.get_note_by_path(conn, OTHER, "n0.md")
+    assert other is not None
+    return other.id
+
+
 def _everything(conn: Connection, impl: str) -> dict[str, Any]:
     """What each repository of one implementation returns for the seeded data."""
     pick = {"sqlite": "SQLITE", "core": "CORE"}[impl]
@@ -72,6 +79,10 @@ def _everything(conn: Connection, impl: str) -> dict[str, Any]:
         "get": note_store.get(conn, WS, some.id),
         "candidates": note_store.find_candidates(conn, WS, "report", limit=10),
         "role": getattr(grants, pick).role_for(conn, "alice", WS),
+        "granted": note_store.get_granted(conn, "alice", WS, some.id),
+        "granted, no such note": note_store.get_granted(conn, "alice", WS, "note_missing"),
+        "granted, note elsewhere": note_store.get_granted(conn, "alice", WS, _other_id(conn)),
+        "not granted": note_store.get_granted(conn, "bob", WS, some.id),
         "grants": getattr(grants, pick).list(conn, None),
         "nonce": getattr(nonces, pick).get(conn, "n1"),
         "audit": getattr(audit, pick).recent(conn, workspace=WS, principal=None, limit=5),
@@ -89,6 +100,10 @@ def test_both_implementations_return_identical_values(seeded: Engine) -> None:
         fast, core = _everything(conn, "sqlite"), _everything(conn, "core")
     assert fast == core
     assert len(fast["candidates"][0]) == 3 and fast["candidates"][1] == 3
+    assert fast["granted"] == notes.Granted("write", fast["get"])
+    assert fast["granted, no such note"] == notes.Granted("write", None)
+    assert fast["granted, note elsewhere"] == notes.Granted("write", None)
+    assert fast["not granted"] is None
     assert len(fast["search quarterly figures True"]) == 4
     assert len(fast["search quarterly figures False"]) == 3
     # Same types too: equal datetimes may differ in awareness only on the way to a comparison.

@@ -326,3 +326,23 @@ def test_a_body_read_works_with_an_awaitable_that_is_not_a_generator() -> None:
     assert asyncio.run(read("later")) == b"abc"
     with pytest.raises(BodyTooSlow):
         asyncio.run(read("never"))
+
+
+def test_headers_that_passed_before_do_not_let_refused_ones_through(
+    app: McpPostFastPath, token: str
+) -> None:
+    """The handler remembers Host and media-type values that passed; each request is still
+    checked on its own values, in any order."""
+    body, headers = read_note()
+    good = {**with_token(headers, token), "Content-Length": str(len(body))}
+    sequence = [
+        (good, 200),
+        ({**good, "Host": "evil.example"}, 403),
+        ({**good, "Accept": "application/json"}, 406),
+        ({**good, "Content-Type": "text/plain"}, 415),
+        (good, 200),
+        ({**good, "Host": "evil.example"}, 403),
+        ({**good, "Accept": "application/json"}, 406),
+    ]
+    statuses = [run_asgi(app, scope_for(sent), body)[0] for sent, _ in sequence]
+    assert statuses == [status for _, status in sequence]
