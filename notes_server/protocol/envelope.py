@@ -63,6 +63,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON constant {name}")
 
 
+# Built once: `json.loads` with options builds a decoder (and its scanner) on every call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+
+
 def parse_json(raw: bytes | str) -> Any:
     """Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate object keys, at most MAX_DEPTH
     levels of nesting (deeper values would exhaust the stack of whatever walks them later)."""
@@ -71,7 +75,7 @@ def parse_json(raw: bytes | str) -> Any:
     except UnicodeDecodeError:
         raise DecodeFailure(ParseError("Parse error: message is not valid UTF-8"), None) from None
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = _DECODER.decode(text)
     except _DuplicateKey:
         raise DecodeFailure(InvalidRequest("Invalid Request: duplicate object key"), None) from None
     except RecursionError:
