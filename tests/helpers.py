@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +44,14 @@ def make_request(
     if id is not None:
         message["id"] = id
     return message
+
+
+def free_port() -> int:
+    """A loopback port free right now, for a server whose URL must name its port up front."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def default_db_url(tmp_path: Path) -> str:

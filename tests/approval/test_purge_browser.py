@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from helpers import free_port
 from http_support import start_http_server
 from purge_support import add_note, purge, round_of
 from sqlalchemy import Engine, text
@@ -49,13 +49,6 @@ def browser_or_skip() -> None:
     if os.environ.get("APPS_BROWSER_REQUIRED"):
         pytest.fail(reason)
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def run_browser(tmp_path: Path, url: str, token: str) -> dict[str, Any]:

@@ -7,14 +7,13 @@ instance than the one holding the call's SSE stream: only the database links the
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from helpers import ServerProcess
+from helpers import ServerProcess, free_port
 from http_support import HttpServer, LegacyHttpHost, server_instances
 from legacy_support import LegacyClient
 from purge_support import WS, add_note, approve, approve_with_code
@@ -144,13 +143,6 @@ def test_a_legacy_host_without_url_elicitation_gets_a_clear_refusal(
 
 
 # -- HTTP: two instances sharing one database --------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ same approved state purge exactly once."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import free_port
 from http_support import HttpServer, start_http_server
 from purge_support import add_note, approve, purge, round_of
 from sqlalchemy import Engine, text
@@ -20,13 +20,6 @@ from notes_server.config import Settings
 from notes_server.errors import STATE_REJECTED
 
 RETRIES = 6
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture

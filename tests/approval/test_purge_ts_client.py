@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import free_port
 from http_support import HttpServer, start_http_server
 from purge_support import WS, add_note, approve
 from sqlalchemy import Engine, text
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.skipif(
     not (SDK / "package.json").exists() or shutil.which("node") is None,
     reason="TypeScript SDK not installed: run scripts/clients (needs npm and Node >= 18)",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ for an approval that no longer exists."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import free_port
 from http_support import LOOPBACK_URL, HttpServer, server_instances
 from purge_support import (
     WS,
@@ -207,13 +207,6 @@ def test_a_signed_in_person_cannot_confirm_once_wrong_sign_ins_elsewhere_locked_
 
 
 # -- two instances on one database (real `serve` processes) -----------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture
