@@ -144,7 +144,7 @@ class LegacyHttp:
         if len(ids) != 1:
             return error_response(400, "Bad Request: Mcp-Session-Id header sent more than once")
         key = session_hash(ids[0].strip())
-        session = await self.run(lambda: self.store.find(key, principal))
+        session = await self._find(key, principal)
         if session is None:
             return error_response(404, SESSION_NOT_FOUND)
         versions = http.headers.getlist(VERSION_HEADER)
@@ -162,6 +162,21 @@ class LegacyHttp:
             return Response(status_code=202)
         handler = LegacyHandler(self.server, principal, session, grants=self.store.options.grants)
         return await self._request(key, handler, message)
+
+    async def _find(self, key: str, principal: str) -> LegacySession | None:
+        """The session: read on the event loop when that is one local indexed statement
+        (embedded SQLite), else in a worker thread; its expiry, when due, in a thread."""
+        store = self.store
+        if store.quick:
+            found = store.lookup(key, principal)
+        else:
+            found = await self.run(lambda: store.lookup(key, principal))
+        if found is None:
+            return None
+        session, refresh_due = found
+        if refresh_due:
+            await self.run(lambda: store.refresh(key))
+        return session
 
     async def _deliver(self, key: str, response: dict[str, Any]) -> None:
         """A client's answer to one of our questions: into the database, then wake the stream
@@ -196,7 +211,10 @@ class LegacyHttp:
         if refused is None and (handler.roots_needed(request.method) or _streams_progress(request)):
             return self._conversation(key, handler, request, None)
         if refused is None:
-            result, error = await self.run(lambda: handler.dispatch(request))
+            if self._quick(request):  # cheaper than a hand-off, as on the modern path
+                result, error = handler.dispatch(request)
+            else:
+                result, error = await self.run(lambda: handler.dispatch(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
                 return self._conversation(key, handler, request, result)
@@ -206,6 +224,17 @@ class LegacyHttp:
             return _json(200, encode_error(request.id, error))
         assert result is not None
         return _json(200, encode_result(request.id, result))
+
+    def _quick(self, request: Request) -> bool:
+        """A request the server marks as quick (`McpServer.runs_quickly`: a static result, or a
+        bounded local read such as `notes_read` on embedded SQLite), named in full: a tool call
+        without `workspaceUri` first reads the grants to fill it in."""
+        if request.method != "tools/call":
+            return self.server.runs_quickly(request.method, None)
+        name, arguments = request.params.get("name"), request.params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return False
+        return "workspaceUri" in arguments and self.server.runs_quickly(request.method, name)
 
     def _conversation(
         self,
@@ -224,6 +253,7 @@ class LegacyHttp:
             wakeups=self.wakeups,
             wait_limit=self.wait_s,
             roots_wait=self.roots_wait_s,
+            quick_polls=self.store.quick,
         )
 
 

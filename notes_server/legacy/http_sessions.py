@@ -55,13 +55,22 @@ class SessionStore:
         self.repo.create(session_hash(session_id), record, now)
         return session_id
 
-    def find(self, key: str, principal: str) -> LegacySession | None:
-        record = self.repo.find(key, principal, self.options.clock())
+    @property
+    def quick(self) -> bool:
+        """Whether `lookup` and `poll` may run on the event loop (`reads_quickly`)."""
+        return self.repo.reads_quickly
+
+    def lookup(self, key: str, principal: str) -> tuple[LegacySession, bool] | None:
+        """The principal's live session, and whether its expiry is due to move forward
+        (`refresh`, a write: never on the event loop)."""
+        now = self.options.clock()
+        repo = self.repo
+        record = repo.lookup(key, principal, now)
         if record is None:
             return None
         info = None if record.client_info_json is None else json.loads(record.client_info_json)
         known, roots = load_roots(record.roots_json)
-        return LegacySession(
+        session = LegacySession(
             record.version,
             json.loads(record.capabilities_json),
             info,
@@ -69,6 +78,10 @@ class SessionStore:
             known,
             record.roots_generation,
         )
+        return session, repo.refresh_due(record, now)
+
+    def refresh(self, key: str) -> None:
+        self.repo.refresh(key, self.options.clock())
 
     def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None:
         self.repo.store_roots(key, dump_roots(roots), generation)

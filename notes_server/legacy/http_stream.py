@@ -5,7 +5,9 @@ When the core answers a legacy `tools/call` with `input_required`, the POST is a
 the client POSTs its JSON-RPC response separately, possibly to another worker, and the final
 result ends the stream. The question is recorded in the database before it is sent; whichever
 worker receives the answer writes it there (`Questions.answer`), and the worker holding the
-stream polls with backoff, woken at once when the answer lands in its own process.
+stream polls with backoff, woken at once when the answer lands in its own process. On embedded
+SQLite a poll is one indexed read on the event loop (`quick_polls`); an answered question's row
+is deleted in the same worker-thread call as the retry that uses the answer.
 
 The wait is bounded by the confirmation's lifetime (then the question counts as cancelled, so
 nothing changes), the rounds by `rounds.MAX_ROUNDS`, and what is kept per question to one row.
@@ -123,6 +125,7 @@ class Conversation:
         wakeups: Wakeups,
         wait_limit: float,
         roots_wait: float = ROOTS_WAIT_S,
+        quick_polls: bool = False,
     ) -> None:
         self.handler = handler
         self.request = request
@@ -133,6 +136,8 @@ class Conversation:
         self.wakeups = wakeups
         self.wait_limit = wait_limit
         self.roots_wait = min(wait_limit, roots_wait)
+        self.quick_polls = quick_polls
+        self.answered: list[str] = []  # questions whose rows the next thread call deletes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -176,6 +181,8 @@ class Conversation:
         finally:
             with anyio.CancelScope(shield=True):
                 await page.close()
+                if self.answered:
+                    await self.run(self._close_answered)
         await send(_body(self.request.id, self.handler.finish(self.request.method, result, error)))
 
     async def _rounds(
@@ -237,7 +244,12 @@ class Conversation:
     async def _dispatch(self, request: Request, send: Send) -> Outcome:
         """The request in a worker thread; its progress notifications go out as they come."""
         relay = Relay()
-        call = functools.partial(self.handler.dispatch, request, relay.emit)
+        dispatch = functools.partial(self.handler.dispatch, request, relay.emit)
+
+        def call() -> Outcome:
+            self._close_answered()  # one hand-off for both
+            return dispatch()
+
         work = asyncio.ensure_future(self.run(call))
 
         async def event(payload: bytes) -> None:
@@ -276,18 +288,38 @@ class Conversation:
             await send(
                 {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
             )
-            return await self._wait(question_id, deadline, woken)
-        finally:
-            self.wakeups.forget(self.session, question_id)
+            response = await self._wait(question_id, deadline, woken)
+        except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.run(lambda: self.store.close(self.session, question_id))
+            raise
+        finally:
+            self.wakeups.forget(self.session, question_id)
+        self.answered.append(question_id)  # deleted with the next thread call, or at the end
+        return response
+
+    def _close_answered(self) -> None:
+        """Delete the rows of the questions answered so far (in a worker thread)."""
+        while self.answered:
+            try:
+                question_id = self.answered.pop()
+            except IndexError:  # an abandoned dispatch's thread took the last one
+                return
+            self.store.close(self.session, question_id)
+
+    async def poll(self, row: str) -> Answer | None:
+        """A question's state: on the event loop when that is one local read."""
+        if self.quick_polls:
+            return self.store.poll(self.session, row)
+        answer: Answer | None = await self.run(lambda: self.store.poll(self.session, row))
+        return answer
 
     async def _wait(
         self, question_id: str, deadline: float, woken: anyio.Event
     ) -> dict[str, Any] | None:
         delay = FIRST_POLL_S
         while True:
-            answer = await self.run(lambda: self.store.poll(self.session, question_id))
+            answer = await self.poll(question_id)
             if answer is None or answer.cancelled:
                 raise Ended
             if answer.response_json is not None:
@@ -336,7 +368,7 @@ class PageWait:
             return False
         await anyio.sleep(min(self.delay, remaining))
         self.delay = min(self.delay * 2, URL_MAX_POLL_S)
-        state = await talk.run(lambda: talk.store.poll(talk.session, self.row))
+        state = await talk.poll(self.row)
         if state is None or state.cancelled:
             raise Ended
         return True

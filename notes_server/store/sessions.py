@@ -4,24 +4,105 @@ A session row holds the little a session needs (principal, negotiated version, c
 expiry); a question row is one server-initiated request waiting for the client's answer. Every
 lookup is scoped to the principal, so another principal's credential never finds a session.
 One short transaction per call; expired rows are pruned in bounded batches on creation.
+
+The statements of every round (look up the session, ask, poll, answer, close) are built once;
+on embedded SQLite they run straight on the driver (`FastRead`/`FastWrite`) and the two reads
+may run on the caller's thread (`reads_quickly`): one indexed statement on the thread's held
+connection, where a worker-thread hand-off would cost more than the read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 
-from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.engine import (
+    CoreRun,
+    DriverRun,
+    FastRead,
+    FastWrite,
+    read_statement,
+    uses_driver,
+    write_tx,
+)
 from notes_server.store.models import http_questions_table as questions
 from notes_server.store.models import http_sessions_table as sessions
+from notes_server.store.snapshot import ThreadSnapshots
+from notes_server.store.types import from_stored
 
 PRUNE_BATCH = 200
 # The request id of a cancellation that arrived before any question (ours start with "s-").
 CANCELLED_MARKER = "cancelled:"
 # An active session's expiry moves forward at most this often (not a write per request).
 REFRESH_INTERVAL = timedelta(minutes=5)
+
+# Bind names differ from column names: in an UPDATE those are reserved for its SET values.
+_FIND = FastWrite(  # FastWrite: `now` needs the column's bind processing on the driver too
+    select(
+        sessions.c.principal,
+        sessions.c.version,
+        sessions.c.capabilities_json,
+        sessions.c.client_info_json,
+        sessions.c.expires_at,
+        sessions.c.roots_json,
+        sessions.c.roots_generation,
+    ).where(
+        sessions.c.session_hash == bindparam("hash"),
+        sessions.c.principal == bindparam("who"),
+        sessions.c.expires_at > bindparam("now"),
+    )
+)
+_REFRESH = FastWrite(
+    update(sessions)
+    .where(sessions.c.session_hash == bindparam("hash"))
+    .values(expires_at=bindparam("expiry", type_=sessions.c.expires_at.type))
+)
+_CANCELLED = FastRead(
+    select(questions.c.request_id)
+    .where(
+        questions.c.session_hash == bindparam("hash"),
+        questions.c.client_request == bindparam("call"),
+        questions.c.cancelled.is_(True),
+    )
+    .limit(1)
+)
+_ASK = FastWrite(insert(questions))
+_ANSWER = FastWrite(
+    update(questions)
+    .where(
+        questions.c.session_hash == bindparam("hash"),
+        questions.c.request_id == bindparam("question"),
+        questions.c.response_json.is_(None),
+        questions.c.expires_at > bindparam("now"),
+    )
+    .values(response_json=bindparam("response", type_=questions.c.response_json.type))
+)
+_SAME_CALL = questions.alias("same_call")
+_POLL = FastRead(
+    select(
+        questions.c.response_json,
+        select(_SAME_CALL.c.request_id)
+        .where(
+            _SAME_CALL.c.session_hash == questions.c.session_hash,
+            _SAME_CALL.c.client_request == questions.c.client_request,
+            _SAME_CALL.c.cancelled.is_(True),
+        )
+        .exists(),
+    ).where(
+        questions.c.session_hash == bindparam("hash"),
+        questions.c.request_id == bindparam("question"),
+    )
+)
+_CLOSE = FastWrite(
+    delete(questions).where(
+        questions.c.session_hash == bindparam("hash"),
+        questions.c.request_id == bindparam("question"),
+        questions.c.cancelled.is_(False),
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,35 +146,38 @@ class SqlLegacySessions:
                 )
             )
 
+    @property
+    def reads_quickly(self) -> bool:
+        """Whether `lookup` and `poll` are one local indexed read (embedded SQLite on the
+        thread's held connection), cheap enough to run on the event loop."""
+        return ThreadSnapshots.of(self.engine) is not None
+
     def find(self, session_hash: str, principal: str, now: datetime) -> SessionRecord | None:
         """The live session of this principal; refreshes its expiry when due."""
-        with read_tx(self.engine) as conn:
-            row = conn.execute(
-                select(
-                    sessions.c.principal,
-                    sessions.c.version,
-                    sessions.c.capabilities_json,
-                    sessions.c.client_info_json,
-                    sessions.c.expires_at,
-                    sessions.c.roots_json,
-                    sessions.c.roots_generation,
-                ).where(
-                    sessions.c.session_hash == session_hash,
-                    sessions.c.principal == principal,
-                    sessions.c.expires_at > now,
-                )
-            ).first()
+        record = self.lookup(session_hash, principal, now)
+        if record is not None and self.refresh_due(record, now):
+            self.refresh(session_hash, now)
+        return record
+
+    def lookup(self, session_hash: str, principal: str, now: datetime) -> SessionRecord | None:
+        """The live session of this principal, read in one statement (no refresh)."""
+        values = {"hash": session_hash, "who": principal, "now": now}
+        with read_statement(self.engine) as conn:
+            row = _runner(conn)._first(_FIND, conn, values)
         if row is None:
             return None
-        record = SessionRecord(*row)
-        if record.expires_at < now + self.ttl - REFRESH_INTERVAL:
-            with write_tx(self.engine) as conn:
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.session_hash == session_hash)
-                    .values(expires_at=now + self.ttl)
-                )
-        return record
+        expires = from_stored(row[4])
+        assert expires is not None  # the column is NOT NULL
+        return SessionRecord(row[0], row[1], row[2], row[3], expires, row[5], row[6])
+
+    def refresh_due(self, record: SessionRecord, now: datetime) -> bool:
+        """An active session's expiry moves forward at most every REFRESH_INTERVAL."""
+        return record.expires_at < now + self.ttl - REFRESH_INTERVAL
+
+    def refresh(self, session_hash: str, now: datetime) -> None:
+        with write_tx(self.engine) as conn:
+            values = {"hash": session_hash, "expiry": now + self.ttl}
+            _runner(conn)._rowcount(_REFRESH, conn, values)
 
     def forget_roots(self, session_hash: str, principal: str) -> None:
         """The client's roots changed: drop the stored ones, so the next request asks again."""
@@ -134,24 +218,18 @@ class SqlLegacySessions:
         """Record a question before it is sent, so that its answer has somewhere to land;
         False (nothing recorded) when the client already cancelled `client_request`."""
         with write_tx(self.engine) as conn:
-            if _cancelled(conn, session_hash, client_request):
+            run = _runner(conn)
+            if run._first(_CANCELLED, conn, {"hash": session_hash, "call": client_request}):
                 return False
-            _insert(conn, session_hash, request_id, client_request, expires, cancelled=False)
+            values = _question(session_hash, request_id, client_request, expires, cancelled=False)
+            run._rowcount(_ASK, conn, values)
         return True
 
     def answer(self, session_hash: str, request_id: str, response_json: str, now: datetime) -> bool:
         """Store the first answer to an open question; False for unknown, answered or expired."""
+        values = {"hash": session_hash, "question": request_id, "now": now}
         with write_tx(self.engine) as conn:
-            changed = conn.execute(
-                update(questions)
-                .where(
-                    questions.c.session_hash == session_hash,
-                    questions.c.request_id == request_id,
-                    questions.c.response_json.is_(None),
-                    questions.c.expires_at > now,
-                )
-                .values(response_json=response_json)
-            ).rowcount
+            changed = _runner(conn)._rowcount(_ANSWER, conn, {**values, "response": response_json})
         return bool(changed)
 
     def cancel(self, session_hash: str, client_request: str, expires: datetime) -> None:
@@ -168,76 +246,44 @@ class SqlLegacySessions:
             ).rowcount
             if not changed:
                 marker = CANCELLED_MARKER + client_request
-                _insert(conn, session_hash, marker, client_request, expires, cancelled=True)
+                values = _question(session_hash, marker, client_request, expires, cancelled=True)
+                _runner(conn)._rowcount(_ASK, conn, values)
 
     def poll(self, session_hash: str, request_id: str) -> Answer | None:
         """The question's state; None when it is gone (the session ended). It counts as
         cancelled when any row of its client request is: under READ COMMITTED a cancel can
         commit beside an `ask` it did not see, leaving the marker but not this row marked."""
-        same_call = questions.alias("same_call")
-        cancelled = (
-            select(same_call.c.request_id)
-            .where(
-                same_call.c.session_hash == questions.c.session_hash,
-                same_call.c.client_request == questions.c.client_request,
-                same_call.c.cancelled.is_(True),
-            )
-            .exists()
-        )
-        with read_tx(self.engine) as conn:
-            row = conn.execute(
-                select(questions.c.response_json, cancelled).where(
-                    questions.c.session_hash == session_hash,
-                    questions.c.request_id == request_id,
-                )
-            ).first()
+        with read_statement(self.engine) as conn:
+            row = _runner(conn)._first(_POLL, conn, {"hash": session_hash, "question": request_id})
         return None if row is None else Answer(row[0], bool(row[1]))
 
     def close(self, session_hash: str, request_id: str) -> None:
         """Forget an answered or abandoned question. A cancelled one stays until it expires:
         it is the call's cancellation, which a later round (or page wait) must still see."""
         with write_tx(self.engine) as conn:
-            conn.execute(
-                delete(questions).where(
-                    questions.c.session_hash == session_hash,
-                    questions.c.request_id == request_id,
-                    questions.c.cancelled.is_(False),
-                )
-            )
+            _runner(conn)._rowcount(_CLOSE, conn, {"hash": session_hash, "question": request_id})
 
 
-def _cancelled(conn: Connection, session_hash: str, client_request: str) -> bool:
-    row = conn.execute(
-        select(questions.c.request_id)
-        .where(
-            questions.c.session_hash == session_hash,
-            questions.c.client_request == client_request,
-            questions.c.cancelled.is_(True),
-        )
-        .limit(1)
-    ).first()
-    return row is not None
+def _runner(conn: Connection) -> CoreRun | DriverRun:
+    """How this connection runs the prepared statements (`engine.uses_driver`)."""
+    return _DRIVER if uses_driver(conn) else _CORE
 
 
-def _insert(
-    conn: Connection,
-    session_hash: str,
-    request_id: str,
-    client_request: str,
-    expires: datetime,
-    *,
-    cancelled: bool,
-) -> None:
-    conn.execute(
-        insert(questions).values(
-            session_hash=session_hash,
-            request_id=request_id,
-            client_request=client_request,
-            response_json=None,
-            cancelled=cancelled,
-            expires_at=expires,
-        )
-    )
+_CORE = CoreRun()
+_DRIVER = DriverRun()
+
+
+def _question(
+    session_hash: str, request_id: str, client_request: str, expires: datetime, *, cancelled: bool
+) -> dict[str, Any]:
+    return {
+        "session_hash": session_hash,
+        "request_id": request_id,
+        "client_request": client_request,
+        "response_json": None,
+        "cancelled": cancelled,
+        "expires_at": expires,
+    }
 
 
 def _prune(conn: Connection, now: datetime) -> None:

@@ -5,10 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, insert, or_, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, or_, select, update
 
-from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.engine import (
+    CoreRun,
+    DriverRun,
+    FastWrite,
+    read_statement,
+    uses_driver,
+    write_tx,
+)
 from notes_server.store.models import tokens_table as api_tokens
+from notes_server.store.types import from_stored
 
 # `last_used_at` is informational: refresh it at most this often so that a busy client does not
 # turn every authenticated read into a write transaction.
@@ -84,16 +92,38 @@ def revoke(conn: Connection, token_id: int, now: datetime) -> bool:
     return result.rowcount > 0
 
 
+# Built once: every HTTP request whose token check is not remembered (any commit since, which
+# during a 2025-era session round is every request) runs it. On SQLite it runs on the driver
+# (FastWrite, for the bind processing of `now`).
+_FIND_ACTIVE = FastWrite(
+    select(*_COLUMNS).where(
+        api_tokens.c.token_hash == bindparam("token_hash"),
+        api_tokens.c.revoked_at.is_(None),
+        or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > bindparam("now")),
+    )
+)
+_CORE = CoreRun()
+_DRIVER = DriverRun()
+
+
 def find_active(conn: Connection, token_hash: str, now: datetime) -> TokenInfo | None:
     """The unrevoked, unexpired token with this hash, or None."""
-    row = conn.execute(
-        select(*_COLUMNS).where(
-            api_tokens.c.token_hash == token_hash,
-            api_tokens.c.revoked_at.is_(None),
-            or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > now),
-        )
-    ).first()
-    return None if row is None else TokenInfo(*row)
+    run = _DRIVER if uses_driver(conn) else _CORE
+    row = run._first(_FIND_ACTIVE, conn, {"token_hash": token_hash, "now": now})
+    if row is None:
+        return None
+    token_id, principal, name, created_at, expires_at, revoked_at, last_used_at = row
+    created = from_stored(created_at)
+    assert created is not None  # NOT NULL
+    return TokenInfo(
+        token_id,
+        principal,
+        name,
+        created,
+        from_stored(expires_at),
+        from_stored(revoked_at),
+        from_stored(last_used_at),
+    )
 
 
 def touch(conn: Connection, token_id: int, now: datetime) -> None:
@@ -137,7 +167,7 @@ class SqlTokenRecords:
             )
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
-        with read_tx(self.engine) as conn:
+        with read_statement(self.engine) as conn:  # one statement: one snapshot by itself
             return find_active(conn, token_hash, now)
 
     def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:

@@ -10,12 +10,18 @@ the same pipeline (`http_exchange.answer`, on the loop or in a worker thread as 
 decides), with one `http.response.start` and one body, CORS headers added for an allowed Origin.
 A failure is answered as `http_errors` answers it (500/503).
 
+2025-era session traffic (an `Mcp-Session-Id`, with legacy sessions enabled) takes the same
+checks and body read, then goes to the session handler (`McpEndpoint.legacy`) as the stack's
+endpoint would hand it over, and its answer (JSON, 202 or an SSE stream) is sent with the CORS
+headers of an allowed Origin: a round's four POSTs skip the stack too.
+
 Whatever is not the plain case goes to the full Starlette app (`fallback`) untouched, so it keeps
 its exact behaviour: other paths and methods, a refused Host or Origin (403), an
-`Mcp-Session-Id` (2025-era sessions); and, once the body is read, a body that is not a modern
-request or notification (initialize, a malformed message, a client's response) or that asks
-for progress (an SSE stream): the body is replayed to the full app, which answers it exactly
-as before.
+`Mcp-Session-Id` without legacy sessions; and, once the body is read, a body that is not a
+modern request or notification (initialize, a malformed message, a client's response outside
+a session) or that asks for progress (an SSE stream), or session traffic that the session
+handler leaves to the modern pipeline: the body is replayed to the full app, which answers it
+exactly as before.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
@@ -156,7 +163,8 @@ class McpPostFastPath:
         found = _headers_of(scope)
         origins = found.get(b"origin", [])
         hosts = found.get(b"host", [])
-        if b"mcp-session-id" in found or self.host_problem(hosts, origins):
+        in_session = b"mcp-session-id" in found
+        if (in_session and self.endpoint.legacy is None) or self.host_problem(hosts, origins):
             return self.fallback
         origin = origins[0] if origins else None
         authorization = found.get(b"authorization", [])
@@ -182,6 +190,8 @@ class McpPostFastPath:
         if body is None:
             log.debug("client disconnected before its request was read")
             return None
+        if in_session:
+            return await self.in_session(scope, receive, body, principal, origin)
         try:
             message = decode(body)
         except DecodeFailure:
@@ -198,6 +208,19 @@ class McpPostFastPath:
         if self.endpoint.quick(headers):
             return call(), origin  # cheaper than a hand-off; see `McpEndpoint.quick`
         return await self.endpoint.threads.run(call, self.http.request_timeout), origin
+
+    async def in_session(
+        self, scope: Scope, receive: Receive, body: bytes, principal: str, origin: str | None
+    ) -> Answer:
+        """2025-era session traffic, answered as `McpEndpoint.post` answers it after the
+        stack's checks; what the session handler leaves to the modern pipeline is replayed."""
+        legacy = self.endpoint.legacy
+        assert legacy is not None
+        answer = await legacy.post(Request(scope), body, principal)
+        if answer is None:
+            replayed = _replay(body, receive)
+            return lambda scope, _receive, send: self.fallback(scope, replayed, send)
+        return self.cors(answer, origin)
 
     def host_problem(self, hosts: list[str], origins: list[str]) -> bool:
         """`HostOriginCheck.problem`, remembered for a lone Host without an Origin."""

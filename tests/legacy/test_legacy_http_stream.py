@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from notes_server.legacy import http_stream
 from notes_server.legacy.http_stream import Conversation, Wakeups
 from notes_server.legacy.session import LegacySession
 from notes_server.protocol.envelope import Request
@@ -66,11 +67,21 @@ class Store:
         self.closed.append(question)
 
 
-def converse(core: Core, store: Store, wait_limit: float = 30.0) -> list[dict[str, Any]]:
-    """Run the conversation to its end; the ASGI messages it sent."""
+def converse(
+    core: Core,
+    store: Store,
+    wait_limit: float = 30.0,
+    *,
+    quick_polls: bool = False,
+    thread_calls: list[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the conversation to its end; the ASGI messages it sent. `thread_calls` counts the
+    calls handed to the worker threads."""
     sent: list[dict[str, Any]] = []
 
     async def run(func: Any) -> Any:
+        if thread_calls is not None:
+            thread_calls.append(1)
         return func()
 
     async def send(message: Any) -> None:
@@ -89,6 +100,7 @@ def converse(core: Core, store: Store, wait_limit: float = 30.0) -> list[dict[st
             run=run,
             wakeups=Wakeups(),
             wait_limit=wait_limit,
+            quick_polls=quick_polls,
         )
         await conversation({"type": "http"}, receive, send)
 
@@ -160,3 +172,70 @@ def test_a_call_cancelled_before_its_question_is_asked_ends_without_asking() -> 
     assert events(sent) == []
     assert core.retries == []
     assert store.closed == []
+
+
+def test_an_answered_question_is_forgotten_in_the_same_thread_call_as_the_retry() -> None:
+    """With quick polls (embedded SQLite) a round takes two worker-thread calls: record the
+    question; then forget it and retry the call with the answer."""
+    response = {"jsonrpc": "2.0", "id": "x", "result": {"action": "decline"}}
+    store = Store(Answer(json.dumps(response), False))
+    closed_at_retry: list[list[str]] = []
+
+    class Watching(Core):
+        def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
+            closed_at_retry.append(list(store.closed))
+            return super().dispatch(request, emit)
+
+    core, thread_calls = Watching(), []
+
+    sent = converse(core, store, quick_polls=True, thread_calls=thread_calls)
+
+    question = events(sent)[0]
+    assert len(thread_calls) == 2
+    assert closed_at_retry == [[question["id"]]]
+    assert store.closed == [question["id"]]
+    assert events(sent)[-1]["result"] == DONE
+
+
+def test_an_answer_landing_in_this_process_wakes_the_waiting_stream_at_once(
+    monkeypatch: Any,
+) -> None:
+    """The next poll would come only after an hour: the answer is seen through the wake-up
+    the answering POST gives when it lands in the process that holds the stream."""
+    monkeypatch.setattr(http_stream, "FIRST_POLL_S", 3600.0)
+    core, store, wakeups = Core(), Store(), Wakeups()
+    sent: list[dict[str, Any]] = []
+
+    async def run(func: Any) -> Any:
+        return func()
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        asked = events([message])
+        if asked and asked[0].get("method") == "elicitation/create":
+            response = {"jsonrpc": "2.0", "id": asked[0]["id"], "result": {"action": "decline"}}
+            store.answer = Answer(json.dumps(response), False)
+            wakeups.wake("h", asked[0]["id"])
+
+    async def receive() -> Any:
+        await anyio.sleep_forever()
+
+    async def main() -> None:
+        conversation = Conversation(
+            core,  # type: ignore[arg-type]
+            Request(7, "tools/call", {"name": "notes_delete", "arguments": {}}),
+            REQUIRED,
+            store=store,
+            session="h",
+            run=run,
+            wakeups=wakeups,
+            wait_limit=7200.0,
+            quick_polls=True,
+        )
+        with anyio.fail_after(30):
+            await conversation({"type": "http"}, receive, send)
+
+    anyio.run(main)
+
+    assert core.retries[0]["inputResponses"] == {"confirm": {"action": "decline"}}
+    assert events(sent)[-1]["result"] == DONE

@@ -127,3 +127,33 @@ def test_a_question_recorded_beside_a_concurrent_cancel_still_polls_as_cancelled
     assert answer is not None and answer.cancelled
     other = repo.ask("h", "s-9", "other", NOW + timedelta(minutes=5))
     assert other and repo.poll("h", "s-9") == Answer(None, False)
+
+
+def test_finding_a_session_moves_its_expiry_forward_only_when_due(
+    migrated_engine: Engine,
+) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.create("due", record(expires=NOW + timedelta(hours=1)), NOW)
+    repo.create("fresh", record(expires=NOW + TTL), NOW)
+    later = NOW + timedelta(minutes=1)
+
+    found_due = repo.find("due", "alice", later)
+    found_fresh = repo.find("fresh", "alice", later)
+
+    assert found_due is not None and found_due.expires_at == NOW + timedelta(hours=1)
+    assert found_fresh is not None and found_fresh.expires_at == NOW + TTL
+    due_now = repo.lookup("due", "alice", later)
+    fresh_now = repo.lookup("fresh", "alice", later)
+    assert due_now is not None and due_now.expires_at == later + TTL
+    assert fresh_now is not None and fresh_now.expires_at == NOW + TTL
+    assert repo.refresh_due(due_now, later) is False
+
+
+def test_a_session_read_is_quick_only_on_embedded_sqlite_through_the_driver(
+    migrated_engine: Engine, store_impl: str
+) -> None:
+    """Only then may the transport run session lookups and polls on its event loop."""
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    embedded = migrated_engine.dialect.name == "sqlite" and store_impl == "auto"
+
+    assert repo.reads_quickly is embedded

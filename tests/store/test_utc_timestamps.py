@@ -11,11 +11,13 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import StatementError
 
 from notes_server.security import tokens as token_auth
-from notes_server.store import notes
+from notes_server.store import notes, tokens
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.store.tokens import TOUCH_INTERVAL, SqlTokenRecords
 from notes_server.tools import services
 from notes_server.tools.views import iso
+
+HOUR = timedelta(hours=1)
 
 WS = "file:///home/alice/notes"
 BERLIN_SUMMER = timezone(timedelta(hours=2))
@@ -123,3 +125,28 @@ def test_tool_results_show_utc_with_a_z_whatever_the_zone() -> None:
     assert iso(datetime(2026, 7, 1, 12, 0, 5, tzinfo=UTC)) == "2026-07-01T12:00:05Z"
     assert iso(datetime(2026, 7, 1, 12, 0, 5)) == "2026-07-01T12:00:05Z"
     assert iso(None) is None
+
+
+def test_an_active_token_is_found_by_its_hash_until_it_expires_or_is_revoked(
+    migrated_engine: Engine,
+) -> None:
+    now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+    records = SqlTokenRecords(migrated_engine)
+    expiring = records.create(
+        principal="alice", name="ci", token_hash="a" * 64, now=now, expires_at=now + HOUR
+    )
+    records.create(principal="bob", name=None, token_hash="b" * 64, now=now, expires_at=None)
+
+    found = records.find_active("a" * 64, now)
+    assert found is not None
+    assert (found.id, found.principal, found.name) == (expiring, "alice", "ci")
+    assert (found.created_at, found.expires_at, found.revoked_at) == (now, now + HOUR, None)
+    assert found.created_at.tzinfo is UTC
+    assert records.find_active("a" * 64, now + HOUR) is None
+    assert records.find_active("c" * 64, now) is None
+    never = records.find_active("b" * 64, now + HOUR * 10_000)
+    assert never is not None and never.expires_at is None
+
+    with migrated_engine.begin() as conn:
+        assert tokens.revoke(conn, never.id, now)
+    assert records.find_active("b" * 64, now) is None

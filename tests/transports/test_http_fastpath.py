@@ -177,6 +177,111 @@ def test_the_single_pass_handler_answers_like_the_middleware_stack(
     assert without_session_id(fast) == without_session_id(stack)
 
 
+def open_session(app: McpPostFastPath, token: str) -> str:
+    """A 2025-11-25 session opened through the app; its `Mcp-Session-Id`."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    body = json.dumps(message).encode()
+    headers = with_token({"Host": "127.0.0.1:8765", "Content-Type": "application/json"}, token) | {
+        "Accept": "application/json, text/event-stream",
+        "Content-Length": str(len(body)),
+    }
+    status, response_headers, _ = run_asgi(app, scope_for(headers), body)
+    assert status == 200
+    return dict(response_headers)[b"mcp-session-id"].decode()
+
+
+def session_cases(token: str, session: str) -> dict[str, tuple[bytes, dict[str, str]]]:
+    """2025-era traffic inside a live session: the single-pass handler answers it."""
+    in_session = {
+        "Host": "127.0.0.1:8765",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    authed = with_token(in_session, token)
+
+    def message(method: str, params: dict[str, Any] | None = None) -> bytes:
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": 5, "method": method, "params": params or {}}
+        ).encode()
+
+    read = message(
+        "tools/call", {"name": "notes_read", "arguments": {"workspaceUri": WS, "noteId": "0" * 32}}
+    )
+    answer = b'{"jsonrpc":"2.0","id":"s-0123456789abcdef","result":{"action":"decline"}}'
+    return {
+        "tools/list": (message("tools/list"), authed),
+        "tools/call (tool error: unknown note)": (read, authed),
+        "notification: 202": (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', authed),
+        "an answer to no open question: 202": (answer, authed),
+        "another protocol version: 400": (
+            message("tools/list"),
+            {**authed, "MCP-Protocol-Version": "2025-06-18"},
+        ),
+        "allowed Origin: CORS headers": (message("tools/list"), {**authed, "Origin": ORIGIN}),
+        "refused Origin: 403": (message("tools/list"), {**authed, "Origin": "http://evil.example"}),
+        "no token: 401": (message("tools/list"), in_session),
+        "Accept without SSE: 406": (
+            message("tools/list"),
+            {**authed, "Accept": "application/json"},
+        ),
+        "declared too large: 413": (message("tools/list"), {**authed, "Content-Length": "9" * 10}),
+        "malformed JSON: -32700": (b'{"jsonrpc": "2.0",', authed),
+        "a modern request in a session: the stateless pipeline": (
+            read_note()[0],
+            {
+                **with_token(read_note()[1], token),
+                "Mcp-Session-Id": session,
+            },
+        ),
+    }
+
+
+SESSION_CASE_IDS = list(session_cases("t", "s"))
+
+
+@pytest.mark.parametrize("case", SESSION_CASE_IDS)
+def test_session_traffic_is_answered_like_the_middleware_stack(
+    app: McpPostFastPath, token: str, case: str
+) -> None:
+    session = open_session(app, token)
+    body, headers = session_cases(token, session)[case]
+    headers = {"Content-Length": str(len(body)), **headers}
+    fast = run_asgi(app, scope_for(headers), body)
+    stack = run_asgi(app.fallback, scope_for(headers), body)
+    assert fast == stack
+
+
+def test_session_traffic_never_enters_the_stack(app: McpPostFastPath, token: str) -> None:
+    session = open_session(app, token)
+
+    async def unreachable(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError(f"the stack was entered for {scope['method']} {scope['path']}")
+
+    app.fallback = unreachable
+    cases = session_cases(token, session)
+    statuses = {}
+    for case in ("tools/list", "tools/call (tool error: unknown note)", "notification: 202"):
+        body, headers = cases[case]
+        headers = {**headers, "Content-Length": str(len(body))}
+        statuses[case] = run_asgi(app, scope_for(headers), body)[0]
+    assert statuses == {
+        "tools/list": 200,
+        "tools/call (tool error: unknown note)": 200,
+        "notification: 202": 202,
+    }
+
+
 def without_session_id(outcome: Outcome) -> Outcome:
     """A new session's id is random: only its presence must match."""
     status, headers, body = outcome

@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +21,9 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
+from notes_server.legacy.session import LegacyHandler
 from notes_server.security.tokens import create_token
+from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
 
@@ -338,3 +341,63 @@ def test_a_cancel_that_overtakes_the_first_round_means_no_question_and_no_change
     assert response.headers["content-type"] == "text/event-stream"
     assert response.content == b""
     assert [note["title"] for note in found["structuredContent"]["notes"]] == ["Keep"]
+
+
+def test_on_embedded_sqlite_session_lookups_skip_the_worker_threads(
+    alice: Host, migrated_engine: Engine, store_impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One indexed read on the thread's held connection: run where the request is, as quick
+    modern reads are; on a database server (or Core-only) it stays in a worker thread."""
+    threads: list[str] = []
+    lookup = SqlLegacySessions.lookup
+
+    def watched(self: SqlLegacySessions, *args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return lookup(self, *args)
+
+    monkeypatch.setattr(SqlLegacySessions, "lookup", watched)
+    alice.initialize()
+    assert alice.send("tools/list").status_code == 200
+    answer = {"jsonrpc": "2.0", "id": "s-0123456789abcdef", "result": {"action": "decline"}}
+    assert alice.post(answer).status_code == 202
+
+    embedded = migrated_engine.dialect.name == "sqlite" and store_impl == "auto"
+    in_workers = [name.startswith("notes-http") for name in threads]
+    assert len(threads) == 2
+    assert in_workers == [not embedded, not embedded]
+
+
+def test_on_embedded_sqlite_quick_requests_in_a_session_skip_the_worker_threads(
+    alice: Host, migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tools/list` and `notes_read` (the requests the server marks as quick) run where the
+    request is; a write, or a call whose workspace must first be looked up, in a worker."""
+    threads: dict[str, str] = {}
+    dispatch = LegacyHandler.dispatch
+
+    def watched(self: LegacyHandler, request: Any, *args: Any) -> Any:
+        name = request.params.get("name", request.method)
+        threads[name] = threading.current_thread().name
+        return dispatch(self, request, *args)
+
+    monkeypatch.setattr(LegacyHandler, "dispatch", watched)
+    alice.initialize()
+    alice.result("tools/list")
+    created = alice.result(
+        "tools/call",
+        {"name": "notes_create", "arguments": {"workspaceUri": NOTES, "title": "Quick"}},
+    )
+    note_id = created["structuredContent"]["note"]["id"]
+    read = {"workspaceUri": NOTES, "noteId": note_id}
+    assert not alice.result("tools/call", {"name": "notes_read", "arguments": read})["isError"]
+    alice.result("tools/call", {"name": "notes_search", "arguments": {}})
+
+    embedded = migrated_engine.dialect.name == "sqlite"  # notes_read is quick on any SQLite
+    asked = ("tools/list", "notes_create", "notes_read", "notes_search")
+    in_workers = {name: threads[name].startswith("notes-http") for name in asked}
+    assert in_workers == {
+        "tools/list": False,
+        "notes_create": True,
+        "notes_read": not embedded,
+        "notes_search": True,
+    }
