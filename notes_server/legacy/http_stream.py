@@ -78,6 +78,22 @@ def sse_event(payload: bytes) -> bytes:
     return b"event: message\ndata: " + payload + b"\n\n"
 
 
+WITHDRAWN = "The server stopped waiting for an answer to this request"
+
+
+def _withdrawn(request_id: RequestId) -> dict[str, Any]:
+    """`notifications/cancelled` for one of our questions, so that a client still showing it
+    (a form in front of the person) can take it away: its answer would now be dropped."""
+    params = {"requestId": request_id, "reason": WITHDRAWN}
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+
+
+def _event(message: dict[str, Any]) -> dict[str, Any]:
+    """One SSE event on the call's stream, as an ASGI body message."""
+    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    return {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+
+
 class QuestionStore(Protocol):
     """Where questions wait for answers (`legacy.http.SessionStore` over the database)."""
 
@@ -223,10 +239,7 @@ class Conversation:
     async def _announce(self, completed: list[str], send: Send) -> None:
         """`notifications/elicitation/complete` on this stream for each page completed."""
         for elicitation_id in completed:
-            payload = json.dumps(elicitation_complete(elicitation_id)).encode()
-            await send(
-                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
-            )
+            await send(_event(elicitation_complete(elicitation_id)))
 
     async def _ask_all(
         self, required: dict[str, Any], send: Send
@@ -284,11 +297,10 @@ class Conversation:
             raise Ended  # cancelled before the question could be sent
         woken = self.wakeups.register(self.session, question_id)
         try:
-            payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-            await send(
-                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
-            )
+            await send(_event(message))
             response = await self._wait(question_id, deadline, woken)
+            if response is None:  # the client may still show the question: withdraw it
+                await send(_event(_withdrawn(message["id"])))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.run(lambda: self.store.close(self.session, question_id))

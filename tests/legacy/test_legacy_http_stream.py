@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from notes_server.legacy import http_stream
-from notes_server.legacy.http_stream import Conversation, Wakeups
+from notes_server.legacy.http_stream import WITHDRAWN, Conversation, Wakeups
 from notes_server.legacy.session import LegacySession
 from notes_server.protocol.envelope import Request
 from notes_server.store.sessions import Answer
@@ -123,8 +123,13 @@ def test_a_question_nobody_answers_in_time_counts_as_cancel_and_the_result_follo
 
     sent = converse(core, store, wait_limit=0.05)
 
-    question, final = events(sent)
+    question, withdrawn, final = events(sent)
     assert question["method"] == "elicitation/create"
+    assert withdrawn == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": question["id"], "reason": WITHDRAWN},
+    }
     assert core.retries[0]["inputResponses"] == {"confirm": {"action": "cancel"}}
     assert core.retries[0]["requestState"] == "sealed"
     assert final == {"jsonrpc": "2.0", "id": 7, "result": DONE}

@@ -191,7 +191,9 @@ def test_an_unanswered_roots_list_leaves_nothing_usable_after_the_configured_wai
         later = host.create(server, NOTES, "later")  # not asked again: plain JSON
         host.close()
 
-    assert [event.get("method") for event in received] == ["roots/list", None]
-    assert received[1]["id"] == call["id"] and received[1]["error"] == DENIED
+    methods = [event.get("method") for event in received]
+    assert methods == ["roots/list", "notifications/cancelled", None]
+    assert received[1]["params"]["requestId"] == received[0]["id"]  # the question withdrawn
+    assert received[2]["id"] == call["id"] and received[2]["error"] == DENIED
     assert 0.5 <= waited < ROOTS_WAIT_S  # the default would have held it for 30 s
     assert later["error"] == DENIED
