@@ -85,17 +85,23 @@ def pending(client: TestClient, alice: str, migrated_engine: Engine) -> tuple[st
     return first.url, first.state
 
 
+@pytest.fixture
+def at_sign_in(pending: tuple[str, str], browser: TestClient) -> tuple[str, str]:
+    """(requestState, CSRF token) once the browser has spent the link and shows the sign-in."""
+    url, state = pending
+    assert open_link(browser, url).status_code == 303
+    return state, csrf_of(browser.get("/approval"))
+
+
 def test_five_wrong_tokens_lock_the_approval_and_then_the_right_token_is_refused(
-    pending: tuple[str, str],
+    at_sign_in: tuple[str, str],
     client: TestClient,
     browser: TestClient,
     alice: str,
     bob: str,
     migrated_engine: Engine,
 ) -> None:
-    url, state = pending
-    assert open_link(browser, url).status_code == 303
-    csrf = csrf_of(browser.get("/approval"))
+    state, csrf = at_sign_in
     typed = wrong_tokens(bob)[:MAX_ATTEMPTS]
 
     wrong = [form_post(browser, {"csrf": csrf, "token": token}) for token in typed]
@@ -119,16 +125,14 @@ def test_five_wrong_tokens_lock_the_approval_and_then_the_right_token_is_refused
 
 
 def test_four_wrong_tokens_then_the_right_one_signs_in_and_the_purge_completes(
-    pending: tuple[str, str],
+    at_sign_in: tuple[str, str],
     client: TestClient,
     browser: TestClient,
     alice: str,
     bob: str,
     migrated_engine: Engine,
 ) -> None:
-    url, state = pending
-    assert open_link(browser, url).status_code == 303
-    csrf = csrf_of(browser.get("/approval"))
+    state, csrf = at_sign_in
 
     wrong = [
         form_post(browser, {"csrf": csrf, "token": token})
@@ -148,11 +152,9 @@ def test_four_wrong_tokens_then_the_right_one_signs_in_and_the_purge_completes(
 
 
 def test_a_refused_csrf_token_is_not_counted_as_a_wrong_sign_in(
-    pending: tuple[str, str], browser: TestClient, alice: str, migrated_engine: Engine
+    at_sign_in: tuple[str, str], browser: TestClient, alice: str, migrated_engine: Engine
 ) -> None:
-    url, _ = pending
-    assert open_link(browser, url).status_code == 303
-    csrf = csrf_of(browser.get("/approval"))
+    _, csrf = at_sign_in
 
     fields = {"csrf": "forged", "token": "nst_" + "A" * 43}
     forged = [form_post(browser, fields) for _ in range(MAX_ATTEMPTS)]
@@ -164,11 +166,9 @@ def test_a_refused_csrf_token_is_not_counted_as_a_wrong_sign_in(
 
 
 def test_signing_in_to_an_expired_approval_says_it_is_closed_and_counts_nothing(
-    pending: tuple[str, str], browser: TestClient, alice: str, bob: str, migrated_engine: Engine
+    at_sign_in: tuple[str, str], browser: TestClient, alice: str, bob: str, migrated_engine: Engine
 ) -> None:
-    url, _ = pending
-    assert open_link(browser, url).status_code == 303
-    csrf = csrf_of(browser.get("/approval"))
+    _, csrf = at_sign_in
     with write_tx(migrated_engine) as conn:
         conn.execute(text("UPDATE purge_approvals SET expires_at = :past"), {"past": PAST})
 
@@ -180,7 +180,7 @@ def test_signing_in_to_an_expired_approval_says_it_is_closed_and_counts_nothing(
 
 
 def test_a_signed_in_person_cannot_confirm_once_wrong_sign_ins_elsewhere_locked_it(
-    pending: tuple[str, str],
+    at_sign_in: tuple[str, str],
     client: TestClient,
     browser: TestClient,
     alice: str,
@@ -189,9 +189,7 @@ def test_a_signed_in_person_cannot_confirm_once_wrong_sign_ins_elsewhere_locked_
 ) -> None:
     """Someone holding a copy of the link-step cookie guesses while the person signs in: the
     lock still wins, and the signed-in session can approve nothing."""
-    url, _ = pending
-    assert open_link(browser, url).status_code == 303
-    csrf = csrf_of(browser.get("/approval"))
+    _, csrf = at_sign_in
     copy = TestClient(client.app, base_url=LOOPBACK_URL)
     copy.cookies.set("notes_approval", browser.cookies["notes_approval"], path="/approval")
     assert form_post(browser, {"csrf": csrf, "token": alice}).status_code == 303

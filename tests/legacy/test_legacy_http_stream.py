@@ -5,6 +5,7 @@ cannot easily provoke (an unanswered question, a session ended mid-wait, a fault
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,9 +75,11 @@ def converse(
     *,
     quick_polls: bool = False,
     thread_calls: list[int] | None = None,
+    wakeups: Wakeups | None = None,
+    on_send: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the conversation to its end; the ASGI messages it sent. `thread_calls` counts the
-    calls handed to the worker threads."""
+    calls handed to the worker threads; `on_send` sees each message as it is sent."""
     sent: list[dict[str, Any]] = []
 
     async def run(func: Any) -> Any:
@@ -86,6 +89,8 @@ def converse(
 
     async def send(message: Any) -> None:
         sent.append(message)
+        if on_send is not None:
+            on_send(message)
 
     async def receive() -> Any:
         await anyio.sleep_forever()
@@ -98,11 +103,12 @@ def converse(
             store=store,
             session="h",
             run=run,
-            wakeups=Wakeups(),
+            wakeups=Wakeups() if wakeups is None else wakeups,
             wait_limit=wait_limit,
             quick_polls=quick_polls,
         )
-        await conversation({"type": "http"}, receive, send)
+        with anyio.fail_after(30):
+            await conversation({"type": "http"}, receive, send)
 
     anyio.run(main)
     return sent
@@ -209,38 +215,15 @@ def test_an_answer_landing_in_this_process_wakes_the_waiting_stream_at_once(
     the answering POST gives when it lands in the process that holds the stream."""
     monkeypatch.setattr(http_stream, "FIRST_POLL_S", 3600.0)
     core, store, wakeups = Core(), Store(), Wakeups()
-    sent: list[dict[str, Any]] = []
 
-    async def run(func: Any) -> Any:
-        return func()
-
-    async def send(message: Any) -> None:
-        sent.append(message)
+    def answer_at_once(message: dict[str, Any]) -> None:
         asked = events([message])
         if asked and asked[0].get("method") == "elicitation/create":
             response = {"jsonrpc": "2.0", "id": asked[0]["id"], "result": {"action": "decline"}}
             store.answer = Answer(json.dumps(response), False)
             wakeups.wake("h", asked[0]["id"])
 
-    async def receive() -> Any:
-        await anyio.sleep_forever()
-
-    async def main() -> None:
-        conversation = Conversation(
-            core,  # type: ignore[arg-type]
-            Request(7, "tools/call", {"name": "notes_delete", "arguments": {}}),
-            REQUIRED,
-            store=store,
-            session="h",
-            run=run,
-            wakeups=wakeups,
-            wait_limit=7200.0,
-            quick_polls=True,
-        )
-        with anyio.fail_after(30):
-            await conversation({"type": "http"}, receive, send)
-
-    anyio.run(main)
+    sent = converse(core, store, 7200.0, quick_polls=True, wakeups=wakeups, on_send=answer_at_once)
 
     assert core.retries[0]["inputResponses"] == {"confirm": {"action": "decline"}}
     assert events(sent)[-1]["result"] == DONE
