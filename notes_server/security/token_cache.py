@@ -14,6 +14,13 @@ verdict is used only while
 
 Only acceptances are remembered; a refused token is looked up each time. Without a counter
 (a database that offers none) nothing is remembered: every check reads the database.
+
+Any commit moves the counter, a note written by any client included, so on a busy server a
+remembered verdict is often stale. Where the token's row is one local indexed read (embedded
+SQLite on the thread's held connection: `recheck_here`), a stale verdict is checked again at
+once on the caller's thread (the event loop) with that read, and remembered anew; elsewhere the
+caller falls back to `principal_for` in a worker thread. Either way the database is read after
+every change, so a revocation is seen by the next request.
 """
 
 from __future__ import annotations
@@ -47,16 +54,19 @@ class CachedTokenVerifier:
         *,
         ttl: timedelta = TTL,
         max_entries: int = MAX_ENTRIES,
+        recheck_here: bool = False,
     ) -> None:
         self.verifier = verifier
         self.generation = generation
         self.ttl = ttl
         self.max_entries = max_entries
+        self.recheck_here = recheck_here
         self._entries: dict[str, _Entry] = {}
 
     def remembered(self, presented: str) -> str | None:
-        """The principal of a token accepted since the last database change, or None (look
-        it up with `principal_for`)."""
+        """The principal of a token accepted since the last database change (or, with
+        `recheck_here`, found still active by one read now), or None (look it up with
+        `principal_for`)."""
         if not looks_like_token(presented):
             return None
         key = hash_token(presented)
@@ -68,8 +78,18 @@ class CachedTokenVerifier:
         if expired or entry.fresh_until <= now:
             self._entries.pop(key, None)
             return None
-        if self.generation() != entry.generation:
+        generation = self.generation()  # before any re-check: a change during it invalidates
+        if generation == entry.generation:
+            return entry.principal
+        if generation is None or not self.recheck_here:
             return None
+        verified = self.verifier.recheck(presented)
+        if verified is None or verified.principal != entry.principal:
+            self._entries.pop(key, None)
+            return None
+        self._entries[key] = _Entry(
+            verified.principal, verified.expires_at, generation, entry.fresh_until
+        )
         return entry.principal
 
     def principal_for(self, presented: str) -> str | None:

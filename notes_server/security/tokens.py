@@ -126,9 +126,22 @@ class TokenVerifier:
 
     def verify(self, presented: str) -> Verified | None:
         """An active token's principal and expiry, or None (unknown, revoked or expired)."""
+        now = self.clock()
+        found = self._active(presented, now)
+        if found is None:
+            return None
+        self._record_use(found, now)
+        return Verified(found.principal, found.expires_at)
+
+    def recheck(self, presented: str) -> Verified | None:
+        """`verify` without recording the use (one read, no write): for a token accepted
+        before, checked again because the database changed since."""
+        found = self._active(presented, self.clock())
+        return None if found is None else Verified(found.principal, found.expires_at)
+
+    def _active(self, presented: str, now: datetime) -> StoredToken | None:
         if not looks_like_token(presented):
             return None
-        now = self.clock()
         found = self.records.find_active(hash_token(presented), now)
         if found is None:
             log.info("bearer token rejected: unknown, revoked or expired")
@@ -137,8 +150,7 @@ class TokenVerifier:
             # Created before names were checked: it must not pass for a JWT user (ISSUER|SUB).
             log.warning("bearer token %d rejected: its principal contains %r", found.id, SEPARATOR)
             return None
-        self._record_use(found, now)
-        return Verified(found.principal, found.expires_at)
+        return found
 
     def _record_use(self, token: StoredToken, now: datetime) -> None:
         """Refresh `last_used_at`, best effort: a database that cannot be written (full disk,

@@ -16,6 +16,7 @@ from notes_server.store.engine import (
     write_tx,
 )
 from notes_server.store.models import tokens_table as api_tokens
+from notes_server.store.snapshot import ThreadSnapshots
 from notes_server.store.types import from_stored
 
 # `last_used_at` is informational: refresh it at most this often so that a busy client does not
@@ -165,6 +166,12 @@ class SqlTokenRecords:
                 now=now,
                 expires_at=expires_at,
             )
+
+    @property
+    def reads_quickly(self) -> bool:
+        """Whether `find_active` is one local indexed read (embedded SQLite on the thread's
+        held connection), cheap enough for the event loop."""
+        return ThreadSnapshots.of(self.engine) is not None
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
         with read_statement(self.engine) as conn:  # one statement: one snapshot by itself

@@ -116,7 +116,10 @@ def build_authenticator(
         )
     path = settings.sqlite_path
     counter = no_counter if path is None else SqliteChangeCounter(path)
-    tokens = CachedTokenVerifier(TokenVerifier(SqlTokenRecords(services.engine)), counter)
+    records = SqlTokenRecords(services.engine)
+    tokens = CachedTokenVerifier(
+        TokenVerifier(records), counter, recheck_here=records.reads_quickly
+    )
     return BearerAuthenticator(tokens, verifier)
 
 

@@ -3,27 +3,36 @@ token has not expired and the verdict is younger than the TTL. Revocation stays 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from notes_server.security.token_cache import TTL, CachedTokenVerifier
 from notes_server.security.tokens import TokenVerifier, create_token, utc_now
-from notes_server.store import tokens
+from notes_server.store import grants, tokens
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords, TokenInfo
 from notes_server.transports.http_token_cache import SqliteChangeCounter, no_counter
 
+WS = "file:///home/carol/notes"
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
 
 class CountingRecords(SqlTokenRecords):
-    """The real repository, counting how often verification reads it."""
+    """The real repository, counting how often verification reads it and records a use."""
 
     lookups = 0
+    touches = 0
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
         self.lookups += 1
         return super().find_active(token_hash, now)
+
+    def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
+        self.touches += 1
+        super().touch_if_due(token_id, last_used_at, now)
 
 
 class Clock:
@@ -34,10 +43,23 @@ class Clock:
         return self.now
 
 
-def cached(engine: Engine, db: Path, clock: Clock) -> tuple[CachedTokenVerifier, CountingRecords]:
+def cached(
+    engine: Engine, db: Path, clock: Clock, *, recheck_here: bool = False
+) -> tuple[CachedTokenVerifier, CountingRecords]:
     records = CountingRecords(engine)
     verifier = TokenVerifier(records, clock=clock)
-    return CachedTokenVerifier(verifier, SqliteChangeCounter(db)), records
+    counter = SqliteChangeCounter(db)
+    return CachedTokenVerifier(verifier, counter, recheck_here=recheck_here), records
+
+
+def commit_elsewhere(engine: Engine, action: Callable[[Connection], object]) -> None:
+    """A commit on another engine's connections, as another process (the CLI) makes it."""
+    other = make_engine(str(engine.url))
+    try:
+        with write_tx(other) as conn:
+            action(conn)
+    finally:
+        other.dispose()
 
 
 def accept(verifier: CachedTokenVerifier, secret: str) -> None:
@@ -71,12 +93,7 @@ def test_a_token_revoked_by_another_process_is_refused_at_once(migrated_engine: 
     accept(verifier, secret)
     assert verifier.remembered(secret) == "bob"
 
-    other = make_engine(str(migrated_engine.url))  # its own connections, as the CLI has
-    try:
-        with write_tx(other) as conn:
-            assert tokens.revoke(conn, token_id, utc_now())
-    finally:
-        other.dispose()
+    commit_elsewhere(migrated_engine, lambda conn: tokens.revoke(conn, token_id, utc_now()))
 
     assert verifier.remembered(secret) is None
     assert verifier.principal_for(secret) is None
@@ -139,3 +156,37 @@ def test_the_change_counter_of_a_missing_database_is_unknown_and_creates_nothing
 
     assert SqliteChangeCounter(missing)() is None
     assert not missing.exists()
+
+
+def test_with_recheck_here_a_verdict_made_stale_by_any_commit_is_renewed_by_one_read(
+    migrated_engine: Engine,
+) -> None:
+    """A note written by anyone moves the counter; the token is read again on the caller's
+    thread (no use recorded, no worker thread needed) and remembered at the new count."""
+    clock = Clock()
+    verifier, records = cached(migrated_engine, db_path(migrated_engine), clock, recheck_here=True)
+    _, secret = create_token(records, "bob", now=clock.now)
+    accept(verifier, secret)
+    lookups, touches = records.lookups, records.touches
+
+    commit_elsewhere(migrated_engine, lambda conn: grants.upsert(conn, "carol", WS, "read", NOW))
+
+    assert [verifier.remembered(secret) for _ in range(3)] == ["bob"] * 3
+    assert records.lookups == lookups + 1  # one read for the change, then memory again
+    assert records.touches == touches
+
+
+def test_with_recheck_here_a_token_revoked_by_another_process_is_refused_at_once(
+    migrated_engine: Engine,
+) -> None:
+    clock = Clock()
+    verifier, records = cached(migrated_engine, db_path(migrated_engine), clock, recheck_here=True)
+    token_id, secret = create_token(records, "bob", now=clock.now)
+    accept(verifier, secret)
+    assert verifier.remembered(secret) == "bob"
+
+    commit_elsewhere(migrated_engine, lambda conn: tokens.revoke(conn, token_id, utc_now()))
+
+    assert verifier.remembered(secret) is None
+    assert verifier.principal_for(secret) is None
+    assert verifier.remembered(secret) is None
