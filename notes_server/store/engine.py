@@ -162,6 +162,12 @@ def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
+def reads_quickly(engine: Engine) -> bool:
+    """Whether a `read_statement` is one local indexed read on the thread's held connection
+    (embedded SQLite through the driver): cheap enough to run on an event loop."""
+    return ThreadSnapshots.of(engine) is not None
+
+
 def read_statement(engine: Engine) -> AbstractContextManager[Connection]:
     """A read that is one statement: on embedded SQLite the thread's held connection without
     BEGIN and COMMIT (a statement reads one snapshot by itself); elsewhere as `read_tx`."""

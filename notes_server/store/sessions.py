@@ -25,12 +25,12 @@ from notes_server.store.engine import (
     FastRead,
     FastWrite,
     read_statement,
+    reads_quickly,
     uses_driver,
     write_tx,
 )
 from notes_server.store.models import http_questions_table as questions
 from notes_server.store.models import http_sessions_table as sessions
-from notes_server.store.snapshot import ThreadSnapshots
 from notes_server.store.types import from_stored
 
 PRUNE_BATCH = 200
@@ -150,17 +150,12 @@ class SqlLegacySessions:
     def reads_quickly(self) -> bool:
         """Whether `lookup` and `poll` are one local indexed read (embedded SQLite on the
         thread's held connection), cheap enough to run on the event loop."""
-        return ThreadSnapshots.of(self.engine) is not None
-
-    def find(self, session_hash: str, principal: str, now: datetime) -> SessionRecord | None:
-        """The live session of this principal; refreshes its expiry when due."""
-        record = self.lookup(session_hash, principal, now)
-        if record is not None and self.refresh_due(record, now):
-            self.refresh(session_hash, now)
-        return record
+        return reads_quickly(self.engine)
 
     def lookup(self, session_hash: str, principal: str, now: datetime) -> SessionRecord | None:
-        """The live session of this principal, read in one statement (no refresh)."""
+        """The live session of this principal, read in one statement. Its expiry moves only
+        through `refresh` (a write), which the caller runs when `refresh_due`: the read may
+        run on an event loop, the write never does."""
         values = {"hash": session_hash, "who": principal, "now": now}
         with read_statement(self.engine) as conn:
             row = _runner(conn)._first(_FIND, conn, values)

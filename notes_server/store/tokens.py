@@ -12,11 +12,11 @@ from notes_server.store.engine import (
     DriverRun,
     FastWrite,
     read_statement,
+    reads_quickly,
     uses_driver,
     write_tx,
 )
 from notes_server.store.models import tokens_table as api_tokens
-from notes_server.store.snapshot import ThreadSnapshots
 from notes_server.store.types import from_stored
 
 # `last_used_at` is informational: refresh it at most this often so that a busy client does not
@@ -171,7 +171,7 @@ class SqlTokenRecords:
     def reads_quickly(self) -> bool:
         """Whether `find_active` is one local indexed read (embedded SQLite on the thread's
         held connection), cheap enough for the event loop."""
-        return ThreadSnapshots.of(self.engine) is not None
+        return reads_quickly(self.engine)
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
         with read_statement(self.engine) as conn:  # one statement: one snapshot by itself

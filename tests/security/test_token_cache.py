@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Connection, Engine
 
 from notes_server.security.token_cache import TTL, CachedTokenVerifier
@@ -86,9 +87,14 @@ def test_an_accepted_token_is_remembered_without_reading_the_database(
     assert records.lookups == 2
 
 
-def test_a_token_revoked_by_another_process_is_refused_at_once(migrated_engine: Engine) -> None:
+@pytest.mark.parametrize("recheck_here", [False, True])
+def test_a_token_revoked_by_another_process_is_refused_at_once(
+    migrated_engine: Engine, recheck_here: bool
+) -> None:
+    """Whether a stale verdict falls back to the caller's full check or is re-read at once."""
     clock = Clock()
-    verifier, records = cached(migrated_engine, db_path(migrated_engine), clock)
+    db = db_path(migrated_engine)
+    verifier, records = cached(migrated_engine, db, clock, recheck_here=recheck_here)
     token_id, secret = create_token(records, "bob", now=clock.now)
     accept(verifier, secret)
     assert verifier.remembered(secret) == "bob"
@@ -174,19 +180,3 @@ def test_with_recheck_here_a_verdict_made_stale_by_any_commit_is_renewed_by_one_
     assert [verifier.remembered(secret) for _ in range(3)] == ["bob"] * 3
     assert records.lookups == lookups + 1  # one read for the change, then memory again
     assert records.touches == touches
-
-
-def test_with_recheck_here_a_token_revoked_by_another_process_is_refused_at_once(
-    migrated_engine: Engine,
-) -> None:
-    clock = Clock()
-    verifier, records = cached(migrated_engine, db_path(migrated_engine), clock, recheck_here=True)
-    token_id, secret = create_token(records, "bob", now=clock.now)
-    accept(verifier, secret)
-    assert verifier.remembered(secret) == "bob"
-
-    commit_elsewhere(migrated_engine, lambda conn: tokens.revoke(conn, token_id, utc_now()))
-
-    assert verifier.remembered(secret) is None
-    assert verifier.principal_for(secret) is None
-    assert verifier.remembered(secret) is None

@@ -28,9 +28,9 @@ def test_a_session_is_found_only_by_its_principal_and_only_before_it_expires(
     repo = SqlLegacySessions(migrated_engine, TTL)
     repo.create("h1", record(), NOW)
 
-    assert repo.find("h1", "alice", NOW) is not None
-    assert repo.find("h1", "bob", NOW) is None
-    assert repo.find("h1", "alice", NOW + TTL) is None
+    assert repo.lookup("h1", "alice", NOW) is not None
+    assert repo.lookup("h1", "bob", NOW) is None
+    assert repo.lookup("h1", "alice", NOW + TTL) is None
     assert repo.end("h1", "bob") is False
     assert repo.end("h1", "alice") is True
 
@@ -137,8 +137,11 @@ def test_finding_a_session_moves_its_expiry_forward_only_when_due(
     repo.create("fresh", record(expires=NOW + TTL), NOW)
     later = NOW + timedelta(minutes=1)
 
-    found_due = repo.find("due", "alice", later)
-    found_fresh = repo.find("fresh", "alice", later)
+    found_due = repo.lookup("due", "alice", later)
+    found_fresh = repo.lookup("fresh", "alice", later)
+    for key, found in (("due", found_due), ("fresh", found_fresh)):
+        if found is not None and repo.refresh_due(found, later):  # as the transport does
+            repo.refresh(key, later)
 
     assert found_due is not None and found_due.expires_at == NOW + timedelta(hours=1)
     assert found_fresh is not None and found_fresh.expires_at == NOW + TTL
