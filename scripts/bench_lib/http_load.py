@@ -3,6 +3,7 @@ notes-server, the SDK peer and the floor, as a table and a PNG next to the laten
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench_lib.common import OURS, PEER, log, percentile
@@ -41,28 +42,53 @@ def write_plot(results: Results, path: Path) -> bool:
     curve = results.raw.get("http_load")
     if not curve:
         return False
+    series = {
+        impl: [(count, {"rate": rate, "p99": p99}) for count, rate, p99 in points]
+        for impl, points in curve.items()
+    }
+    panels = (
+        ("rate", "requests/s (higher is better)", False),
+        ("p99", "p99 ms (lower is better)", True),
+    )
+    title = "HTTP notes_read, 1 worker: latency vs load"
+    return plot_against_clients(path, series, LABELS, panels, "lock-step clients", title)
+
+
+def plot_against_clients(
+    path: Path,
+    series: dict[str, list[tuple[int, dict[str, float]]]],
+    labels: dict[str, str],
+    panels: Sequence[tuple[str, str, bool]],
+    xlabel: str,
+    title: str,
+) -> bool:
+    """One panel per (key, title, log scale) of `panels`, each implementation's points of that
+    key against the client count (log 2); False without matplotlib."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
     except ImportError:
         return False
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
-    clients = [p[0] for p in next(iter(curve.values()))]
-    for impl, points in curve.items():
-        xs = [p[0] for p in points]
-        left.plot(xs, [p[1] for p in points], marker="o", label=LABELS[impl])
-        right.plot(xs, [p[2] for p in points], marker="o", label=LABELS[impl])
-    for ax, title in ((left, "requests/s (higher is better)"), (right, "p99 ms (lower is better)")):
+    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels) + 3, 3.3))
+    clients = [count for count, _ in next(iter(series.values()))]
+    for ax, (key, panel_title, log_scale) in zip(axes, panels, strict=True):
+        for impl, points in series.items():
+            xs = [count for count, _ in points]
+            ax.plot(xs, [p[key] for _, p in points], marker="o", label=labels[impl])
         ax.set_xscale("log", base=2)
         ax.set_xticks(clients, [str(c) for c in clients])
-        ax.set_xlabel("lock-step clients")
-        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_title(panel_title, fontsize=9)
         ax.grid(True, alpha=0.3)
-    right.set_yscale("log")
-    left.legend(fontsize=8)
-    fig.suptitle("HTTP notes_read, 1 worker: latency vs load", fontsize=10)
+        if log_scale:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.yaxis.set_minor_formatter(NullFormatter())
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bench_lib.common import (
     BENCH_PRINCIPAL,
@@ -173,20 +174,25 @@ def load(
 ) -> tuple[float, list[float], float]:
     """(requests/s, latencies in µs, server CPU µs per request) of `clients` lock-step clients."""
     start_at = time.time() + 0.2 + 0.03 * clients
-    env = {**os.environ, "NOTES_BENCH_TOKEN": server.token}
-    args = [str(server.port), PATH, str(seconds), str(start_at), str(body_file)]
-    procs = [
-        subprocess.Popen([VENV_PY, CLIENT, *args], stdout=subprocess.PIPE, env=env)
-        for _ in range(clients)
-    ]
-    cpu_before = server.cpu_seconds()
-    outcomes = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=180)
-        if proc.returncode:
-            raise RuntimeError(f"HTTP client failed ({proc.returncode})")
-        outcomes.append(json.loads(out))
-    cpu = server.cpu_seconds() - cpu_before
+    args = [VENV_PY, CLIENT, str(server.port), PATH, str(seconds), str(start_at), str(body_file)]
+    outcomes, cpu = run_clients(server, [args] * clients, "HTTP client", timeout=180)
     count = sum(o["count"] for o in outcomes)
     rate = count / max(o["elapsed"] for o in outcomes)
     return rate, [x for o in outcomes for x in o["lat"]], 1e6 * cpu / max(count, 1)
+
+
+def run_clients(
+    server: HttpServer, commands: Sequence[Sequence[str]], what: str, *, timeout: float
+) -> tuple[list[dict[str, Any]], float]:
+    """Start one client process per command, each with the server's token and printing one
+    JSON object, and wait for all: their objects, and the server's CPU seconds meanwhile."""
+    env = {**os.environ, "NOTES_BENCH_TOKEN": server.token}
+    procs = [subprocess.Popen(list(cmd), stdout=subprocess.PIPE, env=env) for cmd in commands]
+    cpu_before = server.cpu_seconds()
+    outcomes = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=timeout)
+        if proc.returncode:
+            raise RuntimeError(f"{what} failed ({proc.returncode})")
+        outcomes.append(json.loads(out))
+    return outcomes, server.cpu_seconds() - cpu_before

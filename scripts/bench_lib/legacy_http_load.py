@@ -10,16 +10,14 @@ check is exact: every note a client created is gone, and the audit log has one d
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
 from bench_lib.common import OURS, PEER, VENV_PY, WORKSPACE, log, percentile
-from bench_lib.http_servers import PATH, HttpServer, create_token
+from bench_lib.http_load import plot_against_clients
+from bench_lib.http_servers import PATH, HttpServer, create_token, run_clients
 from bench_lib.results import Results, fmt
 
 TITLE = (
@@ -37,32 +35,10 @@ def load(server: HttpServer, impl: str, clients: int, seconds: float) -> tuple[P
     """One point of the curve: (rounds/s, p50/p99 ms per operation, server CPU ms per round;
     rounds run)."""
     start_at = time.time() + 1.0 + 0.08 * clients
-    env = {**os.environ, "NOTES_BENCH_TOKEN": server.token}
-    procs = [
-        subprocess.Popen(
-            [
-                VENV_PY,
-                CLIENT,
-                str(server.port),
-                PATH,
-                str(seconds),
-                str(start_at),
-                WORKSPACE,
-                f"{impl}-{clients}-{n}",
-            ],
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        for n in range(clients)
-    ]
-    cpu_before = server.cpu_seconds()
-    outcomes = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=300)
-        if proc.returncode:
-            raise RuntimeError(f"2025-11-25 HTTP client of {impl} failed ({proc.returncode})")
-        outcomes.append(json.loads(out))
-    cpu = server.cpu_seconds() - cpu_before
+    args = [VENV_PY, CLIENT, str(server.port), PATH, str(seconds), str(start_at), WORKSPACE]
+    commands = [[*args, f"{impl}-{clients}-{n}"] for n in range(clients)]
+    what = f"2025-11-25 HTTP client of {impl}"
+    outcomes, cpu = run_clients(server, commands, what, timeout=300)
     rounds = sum(o["iterations"] for o in outcomes)
     # The CPU includes each client's session opening and warm-up round, counted as rounds.
     point: Point = {
@@ -163,41 +139,10 @@ def write_plot(results: Results, path: Path) -> bool:
     curve = results.raw.get("legacy_http_load")
     if not curve:
         return False
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.ticker import NullFormatter, ScalarFormatter
-    except ImportError:
-        return False
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
     panels = (
-        ("rate", "rounds/s (higher is better)"),
-        ("read_p99", "notes_read p99 ms"),
-        ("delete_p99", "notes_delete + elicitation p99 ms"),
+        ("rate", "rounds/s (higher is better)", False),
+        ("read_p99", "notes_read p99 ms", True),
+        ("delete_p99", "notes_delete + elicitation p99 ms", True),
     )
-    clients = [count for count, _ in next(iter(curve.values()))]
-    for ax, (key, title) in zip(axes, panels, strict=True):
-        for impl, points in curve.items():
-            xs = [count for count, _ in points]
-            ax.plot(xs, [p[key] for _, p in points], marker="o", label=LABELS[impl])
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(clients, [str(c) for c in clients])
-        ax.set_xlabel("sessions (lock-step clients)")
-        ax.set_title(title, fontsize=9)
-        ax.grid(True, alpha=0.3)
-        if key != "rate":
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(ScalarFormatter())
-            ax.yaxis.set_minor_formatter(NullFormatter())
-    axes[0].legend(fontsize=8)
-    fig.suptitle(
-        "2025-11-25 HTTP sessions, 1 worker: create + read + confirmed delete per round",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    title = "2025-11-25 HTTP sessions, 1 worker: create + read + confirmed delete per round"
+    return plot_against_clients(path, curve, LABELS, panels, "sessions (lock-step clients)", title)
