@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import anyio
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
 from notes_server.legacy.rounds import (
@@ -54,7 +54,7 @@ from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.store.sessions import Answer
-from notes_server.transports.http_progress import Relay
+from notes_server.transports.http_progress import Relay, sse_chunk
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -74,10 +74,6 @@ def request_key(request_id: RequestId) -> str:
     return hashlib.sha256(json.dumps(request_id).encode()).hexdigest()
 
 
-def sse_event(payload: bytes) -> bytes:
-    return b"event: message\ndata: " + payload + b"\n\n"
-
-
 WITHDRAWN = "The server stopped waiting for an answer to this request"
 
 
@@ -88,10 +84,9 @@ def _withdrawn(request_id: RequestId) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
 
 
-def _event(message: dict[str, Any]) -> dict[str, Any]:
+def _event(message: dict[str, Any]) -> Message:
     """One SSE event on the call's stream, as an ASGI body message."""
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-    return {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+    return sse_chunk(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 class QuestionStore(Protocol):
@@ -266,9 +261,7 @@ class Conversation:
         work = asyncio.ensure_future(self.run(call))
 
         async def event(payload: bytes) -> None:
-            await send(
-                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
-            )
+            await send(sse_chunk(payload))
 
         try:
             return await relay.forward(work, event)
@@ -399,11 +392,11 @@ def _response(text: str) -> dict[str, Any] | None:
     return message if is_response(message) else None
 
 
-def _body(request_id: RequestId, outcome: Outcome) -> dict[str, Any]:
+def _body(request_id: RequestId, outcome: Outcome) -> Message:
     result, error = outcome
     if error is not None:
         payload = encode_error(request_id, error)
     else:
         assert result is not None
         payload = encode_result(request_id, result)
-    return {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
+    return sse_chunk(payload)

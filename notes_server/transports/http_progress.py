@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 PROGRESS_MARKER = b"progressToken"
 SSE_HEADERS = [
@@ -29,6 +29,11 @@ _T = TypeVar("_T")
 
 def sse_event(payload: bytes) -> bytes:
     return b"event: message\ndata: " + payload + b"\n\n"
+
+
+def sse_chunk(payload: bytes) -> Message:
+    """One JSON-RPC message as an SSE event of a streamed response, as an ASGI body message."""
+    return {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
 
 
 class Relay:
@@ -84,9 +89,7 @@ class ProgressStream:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def event(payload: bytes) -> None:
-            await send(
-                {"type": "http.response.body", "body": sse_event(payload), "more_body": True}
-            )
+            await send(sse_chunk(payload))
 
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await event(self.first)
