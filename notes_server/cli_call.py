@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import click
 
+from notes_server.client.arguments import ArgumentTypeError, convert_arguments
 from notes_server.client.forms import AnswerError, fill_form
 from notes_server.client.session import StdioSession
 
@@ -40,28 +41,49 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     return result
 
 
-def _arguments(args: tuple[str, ...], raw_json: str | None) -> dict[str, Any]:
-    arguments: dict[str, Any] = {}
-    if raw_json:
-        try:
-            loaded = json.loads(raw_json)
-        except ValueError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--json") from None
-        if not isinstance(loaded, dict):
-            raise click.BadParameter("must be a JSON object", param_hint="--json")
-        arguments.update(loaded)
-    for key, value in _pairs(args, "--arg").items():
-        try:
-            arguments[key] = (
-                json.loads(value)
-                if value[:1] in "[{"
-                or value in ("true", "false", "null")
-                or value.lstrip("-").isdigit()
-                else value
-            )
-        except ValueError:
-            arguments[key] = value
-    return arguments
+def _raw_json(raw_json: str | None) -> dict[str, Any]:
+    if not raw_json:
+        return {}
+    try:
+        loaded = json.loads(raw_json)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--json") from None
+    if not isinstance(loaded, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--json")
+    return loaded
+
+
+def _arguments(
+    session: StdioSession, tool: str, pairs: dict[str, str], raw: dict[str, Any]
+) -> dict[str, Any]:
+    """`--json`, then every `--arg` converted by the tool's inputSchema (read with
+    `tools/list` from the same server), so `title=2024` stays the string "2024"."""
+    if not pairs:
+        return raw
+    try:
+        converted = convert_arguments(pairs, _input_schema(session, tool))
+    except ArgumentTypeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--arg") from None
+    return {**raw, **converted}
+
+
+def _input_schema(session: StdioSession, tool: str) -> dict[str, Any]:
+    """The tool's inputSchema; empty when the server does not list it (the call then gets
+    the server's own answer for an unknown tool)."""
+    params: dict[str, Any] = {}
+    while True:
+        reply = session.request("tools/list", params, CAPABILITIES)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            return {}
+        for entry in result.get("tools", []):
+            if isinstance(entry, dict) and entry.get("name") == tool:
+                schema = entry.get("inputSchema")
+                return schema if isinstance(schema, dict) else {}
+        cursor = result.get("nextCursor")
+        if not isinstance(cursor, str):
+            return {}
+        params = {"cursor": cursor}
 
 
 def _answer(
@@ -101,8 +123,22 @@ def _answer(
     "--arg 'title=TPS report' --answer note_id=1 --answer confirm=y"
 )
 @click.argument("tool")
-@click.option("--arg", "args", multiple=True, metavar="KEY=VALUE", help="A tool argument.")
-@click.option("--json", "raw_json", metavar="OBJECT", help="Tool arguments as a JSON object.")
+@click.option(
+    "--arg",
+    "args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A tool argument, converted by the tool's inputSchema: a string property keeps "
+    "VALUE as typed (title=2024 is the text 2024); integer, number and boolean properties "
+    "need 42, 1.5, true or false; array and object properties need JSON. Repeatable; wins "
+    "over --json.",
+)
+@click.option(
+    "--json",
+    "raw_json",
+    metavar="OBJECT",
+    help="Tool arguments as one JSON object, sent as written.",
+)
 @click.option(
     "--answer",
     "answers",
@@ -128,13 +164,17 @@ def call(
     principal: str | None,
 ) -> None:
     """Call TOOL on a notes-server started over stdio and print the final result."""
-    arguments = _arguments(args, raw_json)
+    pairs = _pairs(args, "--arg")
+    raw = _raw_json(raw_json)
     scripted = _pairs(answers, "--answer")
     serve_args = [*(["--db", db] if db else []), *(["--principal", principal] if principal else [])]
     with StdioSession(serve_args, stderr=subprocess.PIPE) as session:
         relay = StderrRelay(session.process.stderr)
         try:
+            arguments = _arguments(session, tool, pairs, raw)
             _rounds(session, tool, arguments, scripted, action)
+        except click.UsageError:
+            raise
         except (click.ClickException, ConnectionError):
             sys.stderr.write(relay.text())
             raise
