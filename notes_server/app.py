@@ -42,9 +42,9 @@ def compose_extensions(
 
 
 def page_base(http: HttpSettings) -> str | None:
-    """Where this server's own pages are: `--public-url`, else the bound address; None with
-    `--port 0` and no `--public-url` (the port is unknown here, so no page can be linked and
-    `notes_purge` is not served)."""
+    """Where this server's own pages are: `--public-url`, else the bound address. `serve`
+    hands workers the port it actually bound (`--port 0` included); only an app composed
+    in-process with port 0 and no public URL has no address, and then serves no `notes_purge`."""
     if http.public_url:
         return http.public_url.rstrip("/")
     if http.port == 0:

@@ -145,7 +145,7 @@ def serve(
     if transport == "http":
         serve_http(settings, http)
         return
-    ensure_schema(settings)
+    ensure_schema(settings, announce=True)
     settings = _stdio_state_keys(settings)
     # Confine before create_app imports any --tools-module and before the warm-up thread:
     # Landlock and seccomp bind only the threads created after them.

@@ -30,6 +30,9 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
     path = settings.sqlite_path
     if path is not None and sqlite_revision(path) == HEAD:
         return
+    if path is not None and not settings.db_is_default and not path.exists():
+        # Refused without opening it: SQLite would leave an empty file behind.
+        raise _unmigrated(None)
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
@@ -39,17 +42,26 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
         if current == HEAD:
             return
         if not settings.db_is_default:
-            raise StartupFailure(
-                f"database schema is at {current or 'nothing'}, not {HEAD}: "
-                "run `notes-server migrate --db URL` first"
-            )
+            raise _unmigrated(current)
         # Serialized: when several processes start on a fresh database, one creates the
         # schema and the others wait for it, then find it current.
         before, after = migrate.upgrade(engine)
         if announce and before != after:
-            click.echo(f"created database schema {HEAD} at {settings.db_display}", err=True)
+            click.echo(
+                f"database migrated to {after} (was {before or 'empty'}): {settings.db_display}",
+                err=True,
+            )
     finally:
         engine.dispose()
+
+
+def _unmigrated(current: str | None) -> StartupFailure:
+    from notes_server.store.migrate import HEAD
+
+    return StartupFailure(
+        f"database schema is at {current or 'nothing'}, not {HEAD}: "
+        "run `notes-server migrate --db URL` first"
+    )
 
 
 @contextlib.contextmanager

@@ -229,6 +229,13 @@ def sync(
 
     workspace = _workspace(workspace_uri)
     actor = build_settings(db=db, principal=principal).principal
+    if watch:  # checked first: nothing is created, opened or announced without the watcher
+        from notes_server.folders.watch import WatchUnavailable, require_watcher
+
+        try:
+            require_watcher()
+        except WatchUnavailable as exc:
+            raise StartupFailure(str(exc)) from None
     with _folder(directory, create=True) as fd, open_database(db) as engine:
         folder = os.path.realpath(directory)
         _confine(sandbox, db, (directory,))

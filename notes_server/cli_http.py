@@ -79,25 +79,37 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     from notes_server.cli_database import ensure_schema
     from notes_server.cli_faults import database_faults
     from notes_server.cli_sandbox import confine_serving
-    from notes_server.transports.http_server import StartupError, prepare, run_http
+    from notes_server.transports.http_server import (
+        StartupError,
+        create_key_file,
+        listen,
+        prepare,
+        run_http,
+    )
 
     tuples = {name: tuple(options[name]) for name in ("allowed_origins", "jwt_client_ids")}
     http = HttpSettings(**{**options, **tuples})
     try:
+        prepare(settings, http)
+        # Listening before anything else happens (and before the banner): a taken port is
+        # one line, exit 2, with nothing created.
+        sock, http = listen(http)
+        # The schema before the key file: a database that cannot serve leaves nothing behind.
+        ensure_schema(settings, announce=True)
         with database_faults(settings.db_display):  # the state key file is created beside it
-            prepare(settings, http)
+            create_key_file(settings)
     except StartupError as exc:
         raise StartupFailure(str(exc)) from None
-    ensure_schema(settings)
     # Before uvicorn imports the app or starts any thread or worker (workers inherit it).
     # Reads (when mirrors confine them) keep the JWKS file, which the app loads later.
     jwks = (Path(http.jwt_jwks),) if http.jwt_jwks else ()
     confinement = confine_serving(settings, transport="http", principal=None, extra_reads=jwks)
     who = f"principal {settings.principal}" if http.auth == "none" else "principal from tokens"
+    host = f"[{http.host}]" if ":" in http.host else http.host
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | {who} | "
-        f"MCP 2026-07-28 over http://{http.host}:{http.port}/mcp | workers {http.workers} | "
-        f"{confinement}",
+        f"MCP 2026-07-28 and 2025-11-25 over http://{host}:{http.port}/mcp | "
+        f"workers {http.workers} | {confinement}",
         err=True,
     )
-    run_http(settings, http)
+    run_http(settings, http, sock)

@@ -144,9 +144,13 @@ def _checked_roots_wait(raw: str | None) -> float | None:
 
 def _checked_db(raw: str, source: str) -> str:
     try:
-        return parse_database_url(raw).url
+        parsed = parse_database_url(raw)
     except DatabaseUrlError as exc:
         raise SettingsError(f"{source}: {exc}") from None
+    # SQLite would open a directory and fail later as "disk I/O error"; say what is wrong.
+    if parsed.sqlite_path is not None and parsed.sqlite_path.is_dir():
+        raise SettingsError(f"{source}: {parsed.display} is a directory, not a database file")
+    return parsed.url
 
 
 def resolve_db(db: str | None, env: Mapping[str, str]) -> tuple[str, bool]:

@@ -115,10 +115,11 @@ def test_json_with_a_number_for_a_string_gets_the_servers_schema_error(
     )
 
     assert status == 1
+    assert out == ""
     assert (
-        "Error: error -32602: Invalid arguments for notes_create: arguments.title must be of type string"
-        in err
-    )
+        "Error: error -32602: Invalid arguments for notes_create: "
+        "arguments.title must be of type string"
+    ) in err
 
 
 def test_array_and_object_properties_need_json() -> None:

@@ -37,6 +37,16 @@ def _relevant(_change: object, path: str) -> bool:
     return not path.rsplit("/", 1)[-1].startswith(TEMP_PREFIX)
 
 
+def require_watcher() -> None:
+    """Refuse `--watch` before anything else happens when its optional library is missing."""
+    try:
+        import watchfiles  # noqa: F401
+    except ImportError:
+        raise WatchUnavailable(
+            "--watch needs the watchfiles package: pip install 'notes-server[watch]'"
+        ) from None
+
+
 def watch_folder(
     engine: Engine,
     root_fd: int,
@@ -52,12 +62,9 @@ def watch_folder(
 ) -> None:
     """Reconcile until interrupted or ``stop`` is set; ``report`` gets the first round's
     summary, and later ones when something happened; ``actor`` is named in the audit log."""
-    try:
-        from watchfiles import watch
-    except ImportError:
-        raise WatchUnavailable(
-            "--watch needs the watchfiles package: pip install 'notes-server[watch]'"
-        ) from None
+    require_watcher()
+    from watchfiles import watch
+
     rounds = watch(
         folder,
         watch_filter=_relevant,

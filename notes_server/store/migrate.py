@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,17 +52,32 @@ def _revision(conn: Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+@contextlib.contextmanager
+def _alembic_at_debug() -> Iterator[None]:
+    """Alembic announces every plugin and revision at INFO (about 20 lines before a first
+    banner); its lines are debugging detail here, shown only when DEBUG is on. The caller
+    reports the outcome in one line."""
+    alembic_log = logging.getLogger("alembic")
+    before = alembic_log.level
+    if not alembic_log.isEnabledFor(logging.DEBUG):
+        alembic_log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        alembic_log.setLevel(before)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
     """Upgrade to `revision`; returns (before, after). Idempotent and serialized: the write
     lock is taken before the version table is read (BEGIN IMMEDIATE on SQLite, waiting up to
     the busy timeout; a transaction-scoped advisory lock on PostgreSQL, whose DDL is
     transactional), so of several concurrent upgrades one migrates and the others then find
     the schema current and change nothing."""
-    from alembic import command
-
     from notes_server.store.engine import write_tx
 
-    with write_tx(engine) as conn:
+    with _alembic_at_debug(), write_tx(engine) as conn:
+        from alembic import command  # its plugins announce themselves when first imported
+
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         before = _revision(conn)
@@ -71,9 +89,9 @@ def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | N
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    from alembic import command
+    with _alembic_at_debug(), engine.begin() as conn:
+        from alembic import command
 
-    with engine.begin() as conn:
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, revision)

@@ -8,6 +8,9 @@ the state keys, so a confirmation asked by one worker can be answered by another
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+import logging
 import socket
 from pathlib import Path
 from typing import Any
@@ -52,7 +55,7 @@ def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
 
 
 def prepare(settings: Settings, http: HttpSettings) -> None:
-    """Checks that must fail in the parent, before any worker starts."""
+    """Checks that must fail in the parent, before any worker starts; nothing is created."""
     problem = startup_problem(settings, http)
     if problem is not None:
         raise StartupError(problem)
@@ -65,11 +68,15 @@ def prepare(settings: Settings, http: HttpSettings) -> None:
             load_jwks(Path(http.jwt_jwks))
         except JwksError as exc:
             raise StartupError(str(exc)) from None
+
+
+def create_key_file(settings: Settings) -> None:
+    """The state key file beside an embedded database (without NOTES_SERVER_STATE_KEYS),
+    created once here, so that workers only ever read it."""
     if not settings.state_keys:
         from notes_server.security.keyring import KeyRing
 
         assert settings.state_key_file is not None
-        # Created once here, so that workers only ever read it.
         KeyRing.load_or_create_file(settings.state_key_file)
 
 
@@ -91,9 +98,37 @@ def log_config(level: str) -> dict[str, Any]:
     }
 
 
-def run_http(settings: Settings, http: HttpSettings) -> None:
-    """Serve until interrupted; `prepare` must have passed. uvicorn logs `Uvicorn running on
-    http://HOST:PORT` once the socket listens (with the real port when `--port 0`)."""
+def listen(http: HttpSettings) -> tuple[socket.socket, HttpSettings]:
+    """Bind and listen before anything is announced: a taken port is one line here, not a
+    banner followed by uvicorn's failure. Returns the socket (inheritable, for the workers)
+    and the settings with the port actually bound, so that `--port 0` serves everything a
+    fixed port does (the purge approval page's URL names the real port)."""
+    host = http.host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, http.port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(f"port {http.port} is in use (--port)") from None
+        if isinstance(exc, socket.gaierror):
+            raise StartupError(f"cannot listen on {http.host}: unknown host (--host)") from None
+        why = exc.strerror or type(exc).__name__
+        raise StartupError(f"cannot listen on {http.host}:{http.port}: {why}") from None
+    # Workers receive the listening socket re-created from its descriptor, and asyncio then does
+    # not recognise it as TCP, so it skips TCP_NODELAY on accepted connections: every reply
+    # stalled ~40 ms on Nagle + delayed ACK. Set it on the listener; Linux passes it to accepts.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.set_inheritable(True)
+    return sock, dataclasses.replace(http, port=int(sock.getsockname()[1]))
+
+
+def run_http(settings: Settings, http: HttpSettings, sock: socket.socket) -> None:
+    """Serve on `sock` (from `listen`, whose settings `http` are) until interrupted; `prepare`
+    must have passed. uvicorn logs `Uvicorn running on http://HOST:PORT` once it serves."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -114,12 +149,13 @@ def run_http(settings: Settings, http: HttpSettings) -> None:
         timeout_keep_alive=5,
         timeout_graceful_shutdown=int(http.request_timeout) + 1,
     )
+    # uvicorn announces a socket it was handed only when it binds one itself; the line that
+    # operators' scripts (and the tests) wait for is kept, in uvicorn's own words.
+    host = f"[{http.host}]" if ":" in http.host else http.host
+    logging.getLogger("uvicorn.error").info(
+        "Uvicorn running on http://%s:%d (Press CTRL+C to quit)", host, http.port
+    )
     if http.workers == 1:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
         return
-    # Workers receive the listening socket re-created from its descriptor, and asyncio then does
-    # not recognise it as TCP, so it skips TCP_NODELAY on accepted connections: every reply
-    # stalled ~40 ms on Nagle + delayed ACK. Set it on the listener; Linux passes it to accepts.
-    sock = config.bind_socket()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     Multiprocess(config, sockets=[sock]).run()
