@@ -86,6 +86,16 @@ def _input_schema(session: StdioSession, tool: str) -> dict[str, Any]:
         params = {"cursor": cursor}
 
 
+def _ask(text: str) -> str:
+    """One line from the terminal. Not click.prompt: it turns Ctrl-C into `Aborted!` and exit
+    status 1, and the open form must be answered with `cancel` instead (see _rounds)."""
+    click.echo(f"{text}: ", nl=False, err=True)
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\r\n")
+
+
 def _answer(
     request: dict[str, Any], scripted: dict[str, str], action: str | None
 ) -> dict[str, Any]:
@@ -105,7 +115,7 @@ def _answer(
     chosen = action or "accept"
     if chosen != "accept":
         return {"action": chosen}
-    prompt = (lambda text: str(click.prompt(text, err=True))) if interactive else None
+    prompt = _ask if interactive else None
     try:
         content = fill_form(
             params.get("requestedSchema", {}),
@@ -168,16 +178,19 @@ def call(
     raw = _raw_json(raw_json)
     scripted = _pairs(answers, "--answer")
     serve_args = [*(["--db", db] if db else []), *(["--principal", principal] if principal else [])]
-    with StdioSession(serve_args, stderr=subprocess.PIPE) as session:
-        relay = StderrRelay(session.process.stderr)
-        try:
-            arguments = _arguments(session, tool, pairs, raw)
-            _rounds(session, tool, arguments, scripted, action)
-        except click.UsageError:
-            raise
-        except (click.ClickException, ConnectionError):
-            sys.stderr.write(relay.text())
-            raise
+    try:
+        with StdioSession(serve_args, stderr=subprocess.PIPE) as session:
+            relay = StderrRelay(session.process.stderr)
+            try:
+                arguments = _arguments(session, tool, pairs, raw)
+                _rounds(session, tool, arguments, scripted, action)
+            except click.UsageError:
+                raise
+            except (click.ClickException, ConnectionError):
+                sys.stderr.write(relay.text())
+                raise
+    except KeyboardInterrupt:  # before any form was open (or a second Ctrl-C): nothing to answer
+        raise SystemExit(130) from None
 
 
 class StderrRelay:
@@ -239,6 +252,10 @@ def _rounds(
         if pending is not None:
             _cancel(session, params, pending)
         raise SystemExit(130) from None
+    except EOFError:  # the terminal closed while a question was open: cancel it too
+        if pending is not None:
+            _cancel(session, params, pending)
+        raise click.ClickException("the terminal closed before the form was answered") from None
 
 
 class Waiting:

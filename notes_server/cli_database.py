@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -30,18 +31,19 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
     path = settings.sqlite_path
     if path is not None and sqlite_revision(path) == HEAD:
         return
-    if path is not None and not settings.db_is_default and not path.exists():
-        # Refused without opening it: SQLite would leave an empty file behind.
-        raise _unmigrated(None)
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
+    existed = path is None or path.exists()
     engine = make_engine(settings.db_url, store_impl=settings.store_impl)
     try:
         current = migrate.current_revision(engine)
         if current == HEAD:
             return
         if not settings.db_is_default:
+            engine.dispose()
+            if not existed:
+                _remove_if_empty(path)
             raise _unmigrated(current)
         # Serialized: when several processes start on a fresh database, one creates the
         # schema and the others wait for it, then find it current.
@@ -53,6 +55,24 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
             )
     finally:
         engine.dispose()
+
+
+def _remove_if_empty(path: Path | None) -> None:
+    """Opening a SQLite file that did not exist created it (and maybe its -wal and -shm);
+    a refused start takes them away again, as long as no table was created meanwhile."""
+    import sqlite3
+
+    if path is None or not path.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                return
+    except sqlite3.Error:
+        return
+    for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
 
 
 def _unmigrated(current: str | None) -> StartupFailure:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -126,12 +128,37 @@ def _confine(
         raise StartupFailure(f"--sandbox require: {exc}") from None
 
 
-def _report(summary: Summary, as_json: bool, *, dry_run: bool = False) -> None:
+@contextlib.contextmanager
+def _stop_on_ctrl_c() -> Iterator[threading.Event]:
+    """Ctrl-C asks the command to stop after the current file (the loops look at the event and
+    commit what they did); a second Ctrl-C interrupts at once, as usual."""
+    stop = threading.Event()
+
+    def ask(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        click.echo("stopping after the current file (Ctrl-C again aborts it)", err=True)
+
+    previous = signal.signal(signal.SIGINT, ask)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _report(
+    summary: Summary, as_json: bool, *, dry_run: bool = False, finished: bool = True
+) -> None:
+    """Print the summary; an interrupted command then exits 130 (what was committed is in the
+    summary; running it again finishes the job)."""
     if as_json:
         click.echo(json.dumps(summary.as_json(dry_run=dry_run), ensure_ascii=False))
-        return
-    for line in summary.lines(dry_run=dry_run):
-        click.echo(line)
+    else:
+        for line in summary.lines(dry_run=dry_run):
+            click.echo(line)
+    if summary.interrupted and finished:
+        raise SystemExit(130)
 
 
 @click.command(
@@ -167,9 +194,10 @@ def import_(
         _folder(directory, create=False) as fd,
         open_database(db) as engine,
         _progress("importing", as_json) as progress,
+        _stop_on_ctrl_c() as stop,
     ):
         _confine(sandbox, db, readable=(directory,))
-        summary = import_folder(engine, fd, workspace, options, progress)
+        summary = import_folder(engine, fd, workspace, options, progress, stop)
     _report(summary, as_json, dry_run=dry_run)
 
 
@@ -186,9 +214,10 @@ def export(directory: str, workspace_uri: str, db: str | None, as_json: bool, sa
         _folder(directory, create=True) as fd,
         open_database(db) as engine,
         _progress("exporting", as_json) as progress,
+        _stop_on_ctrl_c() as stop,
     ):
         _confine(sandbox, db, (directory,))
-        summary = export_workspace(engine, fd, workspace, progress)
+        summary = export_workspace(engine, fd, workspace, progress, stop)
     _report(summary, as_json)
 
 
@@ -240,9 +269,16 @@ def sync(
         folder = os.path.realpath(directory)
         _confine(sandbox, db, (directory,))
         if not watch:
-            with _progress("syncing", as_json) as progress:
+            with _progress("syncing", as_json) as progress, _stop_on_ctrl_c() as stop:
                 summary = sync_folder(
-                    engine, fd, workspace, folder, utc_now(), actor=actor, progress=progress
+                    engine,
+                    fd,
+                    workspace,
+                    folder,
+                    utc_now(),
+                    actor=actor,
+                    progress=progress,
+                    stop=stop,
                 )
             _report(summary, as_json)
             return
@@ -273,7 +309,7 @@ def _watch(
     from notes_server.tools.services import utc_now
 
     def report(summary: Summary) -> None:
-        _report(summary, as_json)
+        _report(summary, as_json, finished=False)
         sys.stdout.flush()
 
     click.echo(f"watching {folder} (Ctrl-C stops)", err=True)

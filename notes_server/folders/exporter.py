@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from notes_server.folders.notefile import render
-from notes_server.folders.progress import Progress
+from notes_server.folders.progress import Progress, Stop, stopping
 from notes_server.folders.summary import Summary
 from notes_server.folders.walker import read_checked
 from notes_server.folders.writer import WriteRefused, open_parent, write_atomic
@@ -25,8 +25,10 @@ def export_workspace(
     root_fd: int,
     workspace: WorkspaceUri,
     progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> Summary:
-    """Write every live note; a file already holding the same bytes is left alone."""
+    """Write every live note; a file already holding the same bytes is left alone. Once
+    `stop` is set, the note being written is the last."""
     from notes_server.store import folders
     from notes_server.store.engine import read_tx
 
@@ -43,6 +45,9 @@ def export_workspace(
         export_note(root_fd, note, data, summary)
         if progress is not None:
             progress.advance(len(data))
+        if stopping(stop):
+            summary.interrupted = True
+            break
     return summary
 
 

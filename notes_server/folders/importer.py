@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from notes_server.errors import UriError
 from notes_server.folders.notefile import Draft, NotAnote, read_draft
-from notes_server.folders.progress import Progress
+from notes_server.folders.progress import Progress, Stop, stopping
 from notes_server.folders.summary import Summary
 from notes_server.folders.walker import Limits, NoteFile, Refusal, count_notes, walk
 from notes_server.security.uri import WorkspaceUri
@@ -68,19 +68,24 @@ def import_folder(
     workspace: WorkspaceUri,
     options: ImportOptions,
     progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> Summary:
-    """Import in batches of write transactions (rolled back on a dry run)."""
+    """Import in batches of write transactions (rolled back on a dry run). Once `stop` is
+    set, the file being applied is the last: what was applied is committed and counted."""
     summary = Summary()
     batch: list[Draft] = []
     if progress is not None:
         progress.start(count_notes(root_fd, options.limits))
     for draft in drafts(root_fd, workspace, options.limits, summary, progress):
         batch.append(draft)
-        if len(batch) >= BATCH:
-            _apply(engine, batch, workspace.uri, options, summary)
+        if len(batch) >= BATCH or stopping(stop):
+            _apply(engine, batch, workspace.uri, options, summary, stop)
             batch = []
+        if stopping(stop):
+            break
     if batch:
-        _apply(engine, batch, workspace.uri, options, summary)
+        _apply(engine, batch, workspace.uri, options, summary, stop)
+    summary.interrupted = stopping(stop)
     return summary
 
 
@@ -94,6 +99,7 @@ def _apply(
     workspace: str,
     options: ImportOptions,
     summary: Summary,
+    stop: Stop | None = None,
 ) -> None:
     from notes_server.store.engine import write_tx
 
@@ -102,6 +108,8 @@ def _apply(
             known = Known.load(conn, workspace, [draft.path for draft in batch])
             for draft in batch:
                 apply_draft(conn, workspace, draft, options.policy, summary, known)
+                if stopping(stop):
+                    break
             if options.dry_run:
                 raise _DryRun
     except _DryRun:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from notes_server.folders.exporter import export_note
 from notes_server.folders.importer import alternative, drafts
 from notes_server.folders.notefile import Draft, content_hash, render
-from notes_server.folders.progress import Progress
+from notes_server.folders.progress import Progress, Stop, stopping
 from notes_server.folders.summary import Summary
 from notes_server.folders.walker import Limits, count_notes
 from notes_server.folders.writer import WriteRefused, open_parent, remove
@@ -54,6 +54,7 @@ def read_side(
     limits: Limits,
     summary: Summary,
     progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> FileSide:
     side = FileSide()
     if progress is not None:
@@ -62,6 +63,8 @@ def read_side(
         side.drafts[draft.path] = draft
         side.hashes[draft.path] = draft.raw_hash
         side.content[draft.path] = content_hash(draft.title, draft.body, draft.extra)
+        if stopping(stop):
+            break  # a partial side must never be reconciled: unread files would look deleted
     side.refused = {path for _action, path, _reason in summary.problems}
     return side
 
@@ -76,17 +79,24 @@ def sync_folder(
     *,
     actor: str,
     progress: Progress | None = None,
+    stop: Stop | None = None,
 ) -> Summary:
     """One full reconcile in one write transaction (files are written inside it, so a crash
     leaves state behind the files, and the next run finds equal hashes and records them).
     `actor`: who the audit log names for what this sync deletes or keeps; `progress` follows
-    the reading of the folder (the long part)."""
+    the reading of the folder (the long part). `stop` set while the folder is read: nothing
+    is reconciled; while reconciling: the note or file at hand is the last, and what was
+    reconciled is committed (every step records its own sync state, so the next run goes on
+    from there)."""
     from notes_server.store.engine import write_tx
 
     summary = Summary()
-    files = read_side(root_fd, workspace, limits or Limits(), summary, progress)
+    files = read_side(root_fd, workspace, limits or Limits(), summary, progress, stop)
+    if stopping(stop):
+        return Summary(interrupted=True)
     with write_tx(engine) as conn:
-        _Sync(conn, root_fd, workspace.uri, folder, summary, now, actor).run(files)
+        _Sync(conn, root_fd, workspace.uri, folder, summary, now, actor, stop).run(files)
+    summary.interrupted = stopping(stop)
     return summary
 
 
@@ -100,9 +110,11 @@ class _Sync:
         summary: Summary,
         now: datetime,
         actor: str,
+        stop: Stop | None = None,
     ) -> None:
         from notes_server.store import folders
 
+        self.stop = stop
         self.conn, self.root_fd, self.summary, self.now = conn, root_fd, summary, now
         self.actor = actor
         self.workspace, self.folder = workspace, folder
@@ -116,11 +128,17 @@ class _Sync:
         known = {r.path for r in self.state.values()} | {n.path for n in self.notes.values()}
         self.untracked = {p: h for p, h in files.hashes.items() if p not in known}
         for record in list(self.state.values()):
+            if stopping(self.stop):
+                return
             self._tracked(record)
         for note in list(self.notes.values()):
+            if stopping(self.stop):
+                return
             if note.id not in self.state:
                 self._new_note(note)
         for path in sorted(self.untracked):
+            if stopping(self.stop):
+                return
             if path not in self.claimed:
                 self._new_file(path)
 
