@@ -1,10 +1,17 @@
-"""`notes-server host-config`: the JSON that registers this server in an MCP host.
+"""`notes-server host-config`: what registers this server in an MCP host.
 
-Hosts start stdio servers with a trimmed environment (the Python SDK passes only HOME, LOGNAME,
+`--transport stdio` (the default): the JSON entry that starts this server. Hosts start stdio
+servers with a trimmed environment (the Python SDK passes only HOME, LOGNAME,
 PATH, SHELL, TERM and USER), so a server that found its database through `XDG_DATA_HOME` or
 `NOTES_SERVER_DB` in the user's shell would quietly open a different, empty one under the host.
 The snippet therefore spells everything out: the absolute path of this very executable, the
 resolved absolute database URL and the principal. No database is opened here.
+
+`--transport http`: the entry that reaches a running `serve --transport http` at `--url`,
+with its `Authorization` header taken from where each host keeps secrets: Claude Code's
+command line reads `$NOTES_SERVER_TOKEN` in the shell that runs it, VS Code asks for the token
+once (an `inputs` promptString, stored by VS Code), and Cursor reads `${env:NOTES_SERVER_TOKEN}`.
+A token is printed only when it is passed explicitly with `--token`.
 """
 
 from __future__ import annotations
@@ -14,12 +21,16 @@ import os
 import shlex
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
 from notes_server.config import Settings, build_settings
 
 SERVER_NAME = "notes"
+DEFAULT_URL = "http://127.0.0.1:8765/mcp"
+TOKEN_VARIABLE = "NOTES_SERVER_TOKEN"  # read by the host (or its shell), never by the server
+TOKEN_INPUT = "notes-server-token"
 # Where each host reads the snippet from (a hint on stderr; stdout carries only the JSON).
 CONFIG_FILES = {
     "claude": "claude_desktop_config.json (Claude Desktop: Settings > Developer > Edit Config)",
@@ -58,9 +69,60 @@ def snippet(client: str, command: list[str], args: list[str]) -> dict[str, Any]:
     return {"mcpServers": {SERVER_NAME: entry}}
 
 
+def endpoint(url: str) -> str:
+    """The MCP endpoint of `--url`: an http(s) URL without credentials, `/mcp` added to a
+    bare origin."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter("must be an http:// or https:// URL", param_hint="--url")
+    if parts.username is not None or parts.password is not None:
+        raise click.BadParameter(
+            "must not carry credentials (the token goes in a header)", param_hint="--url"
+        )
+    if any(c in url for c in "\"'` \\") or parts.query or parts.fragment:
+        raise click.BadParameter(
+            "must be a plain URL (no quotes, spaces or query)", param_hint="--url"
+        )
+    return url.rstrip("/") + "/mcp" if parts.path in ("", "/") else url
+
+
+def http_entry(client: str, url: str, token: str | None) -> str:
+    """What to give the host for an HTTP server: Claude Code's command line, or the JSON of
+    VS Code or Cursor; the header names the token's variable or input unless `token`."""
+    if client == "claude":
+        value = f"Bearer {token}" if token else f"Bearer ${TOKEN_VARIABLE}"
+        header = shlex.quote(f"Authorization: {value}") if token else f'"Authorization: {value}"'
+        return f"claude mcp add --transport http {SERVER_NAME} {shlex.quote(url)} --header {header}"
+    if client == "vscode":
+        secret = token or f"${{input:{TOKEN_INPUT}}}"
+        entry = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {secret}"}}
+        config: dict[str, Any] = {"servers": {SERVER_NAME: entry}}
+        if not token:
+            prompt = {
+                "type": "promptString",
+                "id": TOKEN_INPUT,
+                "description": "notes-server API token (nst_...)",
+                "password": True,
+            }
+            config = {"inputs": [prompt], **config}
+        return json.dumps(config, indent=2)
+    value = f"Bearer {token}" if token else f"Bearer ${{env:{TOKEN_VARIABLE}}}"
+    cursor = {"mcpServers": {SERVER_NAME: {"url": url, "headers": {"Authorization": value}}}}
+    return json.dumps(cursor, indent=2)
+
+
+HTTP_HINTS = {
+    "claude": "Run in a shell where ${var} holds your token (Claude Code keeps the header it "
+    "is given); Claude Desktop's config file does not take HTTP servers with headers",
+    "vscode": "Paste into .vscode/mcp.json; VS Code asks for the token once and keeps it",
+    "cursor": "Paste into ~/.cursor/mcp.json; start Cursor with ${var} set to your token",
+}
+
+
 @click.command(
     name="host-config",
-    epilog="Example: notes-server host-config --principal alice --client vscode",
+    epilog="Examples: notes-server host-config --principal alice --client vscode; "
+    "notes-server host-config --transport http --client cursor --url https://notes.example",
 )
 @click.option(
     "--principal",
@@ -80,8 +142,43 @@ def snippet(client: str, command: list[str], args: list[str]) -> dict[str, Any]:
     metavar="URL",
     help="Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file).",
 )
-def host_config(principal: str | None, client: str, db: str | None) -> None:
-    """Print the JSON that registers this server in an MCP host, with absolute paths."""
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: the host starts this server; http: the host connects to a running "
+    "`serve --transport http` at --url with a bearer token.",
+)
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help=f"With --transport http: the server's MCP endpoint (default {DEFAULT_URL}; a bare "
+    "origin gets /mcp).",
+)
+@click.option(
+    "--token",
+    default=None,
+    metavar="TOKEN",
+    help=f"With --transport http: write this token into the entry (it is then a secret). "
+    f"Without it the entry reads ${TOKEN_VARIABLE} or asks for the token.",
+)
+def host_config(
+    principal: str | None,
+    client: str,
+    db: str | None,
+    transport: str,
+    url: str | None,
+    token: str | None,
+) -> None:
+    """Print what registers this server in an MCP host: for stdio the JSON entry with
+    absolute paths, for http the entry (or Claude Code command) that reaches --url."""
+    if transport == "http":
+        _http(client, url, token, db, principal)
+        return
+    if url is not None or token is not None:
+        raise click.UsageError("--url and --token need --transport http")
     if principal is not None and not principal.strip():
         raise click.BadParameter(
             "is empty (was it given as an unset variable such as $USER?); "
@@ -110,3 +207,20 @@ def host_config(principal: str | None, client: str, db: str | None) -> None:
         f"Paste into {CONFIG_FILES[client]}; grant a workspace with: {shlex.join(grant)}",
         err=True,
     )
+
+
+def _http(
+    client: str, url: str | None, token: str | None, db: str | None, principal: str | None
+) -> None:
+    if db is not None:
+        raise click.UsageError("--db is for --transport stdio: an HTTP server has its own")
+    if token is not None and (not token.strip() or any(c.isspace() for c in token)):
+        raise click.BadParameter("must be the token itself, without spaces", param_hint="--token")
+    click.echo(http_entry(client, endpoint(url or DEFAULT_URL), token))
+    who = principal or "PRINCIPAL"
+    hint = HTTP_HINTS[client].replace("${var}", f"${TOKEN_VARIABLE}")
+    if token:
+        hint = (
+            "The entry above contains your token: keep it out of shared files and version control"
+        )
+    click.echo(f"{hint}; create a token with: notes-server token create {who}", err=True)
