@@ -100,3 +100,23 @@ def test_the_readme_raw_stdio_request_creates_a_note(tmp_path: Path) -> None:
     reply = json.loads(result.stdout)
     assert reply["result"]["isError"] is False, reply
     assert reply["result"]["structuredContent"]["note"]["title"] == "Hello"
+
+
+def test_node_requirements_agree_with_scripts_clients() -> None:
+    """The README, the skip messages and scripts/clients name one Node floor: the Inspector
+    2.x's (>= 22.19), and the README names the Inspector by its working major version."""
+    clients = (ROOT / "scripts" / "clients").read_text(encoding="utf-8")
+    skip_messages = [
+        path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if "run scripts/clients" in path.read_text(encoding="utf-8")
+    ]
+
+    readme = " ".join(README.split())
+
+    assert "Node must be >= 22.19" in clients
+    assert "elsewhere the system Node must be >= 22.19" in readme
+    assert "npx @modelcontextprotocol/inspector@2 --cli" in readme
+    assert "Inspector 2.x needs Node >= 22.19" in readme
+    for text in [README, clients, *skip_messages]:
+        assert not re.search(r"Node (>=|≥) ?18\b", text)

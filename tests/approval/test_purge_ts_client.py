@@ -27,7 +27,7 @@ RUN_TIMEOUT_S = 120  # a safety net against a hung child, not a timing assertion
 
 pytestmark = pytest.mark.skipif(
     not (SDK / "package.json").exists() or shutil.which("node") is None,
-    reason="TypeScript SDK not installed: run scripts/clients (needs npm and Node >= 18)",
+    reason="TypeScript SDK not installed: run scripts/clients (needs npm; Node >= 22.19)",
 )
 
 

@@ -28,7 +28,7 @@ RUN_TIMEOUT_S = 120
 
 pytestmark = pytest.mark.skipif(
     not (SDK / "package.json").exists() or shutil.which("node") is None,
-    reason="TypeScript SDK not installed: run scripts/clients (needs npm and Node >= 18)",
+    reason="TypeScript SDK not installed: run scripts/clients (needs npm; Node >= 22.19)",
 )
 
 
