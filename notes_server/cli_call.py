@@ -249,6 +249,15 @@ def _rounds(
             pending = result
             params = _next_round(result, tool, arguments, scripted, action, waiting)
     except KeyboardInterrupt:
+        if session.in_flight is not None:
+            # Interrupted while the server works on a round: its answer is read first, so
+            # that a form (or approval) it opens is the one cancelled.
+            click.echo("Cancelling...", err=True)
+            result = _reply(session.receive(session.in_flight))
+            if result.get("resultType") != "input_required":
+                _print_result(result, exit_on_error=False)
+                raise SystemExit(130) from None
+            pending = result
         if pending is not None:
             _cancel(session, params, pending)
         raise SystemExit(130) from None
@@ -307,7 +316,10 @@ def _next_round(
 
 
 def _call(session: StdioSession, params: dict[str, Any]) -> dict[str, Any]:
-    reply = session.request("tools/call", params, CAPABILITIES)
+    return _reply(session.request("tools/call", params, CAPABILITIES))
+
+
+def _reply(reply: dict[str, Any]) -> dict[str, Any]:
     if "error" in reply:
         error = reply["error"]
         raise click.ClickException(f"error {error.get('code')}: {error.get('message')}")
@@ -332,12 +344,12 @@ def _cancel(session: StdioSession, params: dict[str, Any], required: dict[str, A
     click.echo(json.dumps(result.get("structuredContent", {}), ensure_ascii=False), err=True)
 
 
-def _print_result(result: dict[str, Any]) -> None:
+def _print_result(result: dict[str, Any], *, exit_on_error: bool = True) -> None:
     if "structuredContent" in result:
         click.echo(json.dumps(result["structuredContent"], indent=2, ensure_ascii=False))
     else:
         for block in result.get("content", []):
             if block.get("type") == "text":
                 click.echo(block["text"])
-    if result.get("isError"):
+    if result.get("isError") and exit_on_error:
         raise SystemExit(1)

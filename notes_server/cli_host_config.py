@@ -121,8 +121,8 @@ HTTP_HINTS = {
 
 @click.command(
     name="host-config",
-    epilog="Examples: notes-server host-config --principal alice --client vscode; "
-    "notes-server host-config --transport http --client cursor --url https://notes.example",
+    epilog="Example: notes-server host-config --transport http --client vscode "
+    "--url https://notes.example",
 )
 @click.option(
     "--principal",

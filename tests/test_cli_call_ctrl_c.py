@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,3 +113,71 @@ def test_end_of_input_at_the_form_cancels_it_and_says_so(
     assert "Error: the terminal closed before the form was answered" in err
     assert '{"deleted": false, "outcome": "cancelled"}' in err
     assert counts(url) == (1, 0, 0)
+
+
+HELD = Path(__file__).resolve().parent / "fixtures" / "held_server"
+
+
+@pytest.mark.parametrize(
+    ("held_call", "answers", "outcome", "after"),
+    [
+        (1, (), {"deleted": False, "outcome": "cancelled"}, (1, 0, 0)),
+        (2, ("--answer", "note_id=1", "--answer", "confirm=y"), None, (0, 1, 1)),
+    ],
+    ids=["round-1-opens-a-form-that-is-cancelled", "round-2-finishes-and-is-reported"],
+)
+def test_ctrl_c_while_the_server_works_on_a_round_waits_for_its_answer(
+    tmp_path: Path,
+    url: str,
+    held_call: int,
+    answers: tuple[str, ...],
+    outcome: dict[str, object] | None,
+    after: tuple[int, int, int],
+) -> None:
+    [note] = prepare(url, (TITLE, "a.md", OLDER))
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    env = {
+        "PYTHONPATH": str(HELD),
+        "NOTES_TEST_HOLD_FIFO": str(gate),
+        "NOTES_TEST_HOLD_CALL": str(held_call),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notes_server", "call", *delete_args(url, *answers)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(tmp_path, env),
+        cwd=tmp_path,
+        text=True,
+    )
+    try:
+        opened: list[int] = []
+        opener = threading.Thread(target=lambda: opened.append(os.open(gate, os.O_WRONLY)))
+        opener.start()
+        opener.join(WAIT_S)  # returns once the server holds the round (it opened the FIFO)
+        assert opened, "the server never reached the held round"
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        seen = ""
+        while "Cancelling..." not in seen:
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        os.write(opened[0], b"go")
+        os.close(opened[0])
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == 130, seen + err
+    assert "Traceback" not in seen + err
+    if outcome is None:  # the round finished: its result is printed, nothing is lost
+        assert json.loads(out)["noteId"] == note.id
+    else:
+        assert out == ""
+        assert f"Cancelled.\n{json.dumps(outcome)}" in seen + err
+    assert counts(url) == after

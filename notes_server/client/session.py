@@ -39,25 +39,38 @@ class StdioSession:
             start_new_session=True,
         )
         self._ids = itertools.count(1)
+        self.in_flight: int | None = None
 
     def request(
         self, method: str, params: dict[str, Any], capabilities: dict[str, Any]
     ) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        return self.receive(self.send(method, params, capabilities))
+
+    def send(self, method: str, params: dict[str, Any], capabilities: dict[str, Any]) -> int:
+        """Send one request; its id stays `in_flight` until `receive` has its reply."""
+        assert self.process.stdin is not None
+        request_id = next(self._ids)
         message = {
             "jsonrpc": "2.0",
-            "id": next(self._ids),
+            "id": request_id,
             "method": method,
             "params": {**params, "_meta": request_meta(capabilities)},
         }
         self.process.stdin.write(json.dumps(message).encode() + b"\n")
         self.process.stdin.flush()
-        while True:  # a reply to a request abandoned by Ctrl-C may come first: skip it
+        self.in_flight = request_id
+        return request_id
+
+    def receive(self, request_id: int) -> dict[str, Any]:
+        """The reply to `request_id`; replies to requests given up on earlier are skipped."""
+        assert self.process.stdout is not None
+        while True:
             line = self.process.stdout.readline()
             if not line:
                 raise ConnectionError("the server exited before answering")
             reply: dict[str, Any] = json.loads(line)
-            if reply.get("id") == message["id"]:
+            if reply.get("id") == request_id:
+                self.in_flight = None
                 return reply
 
     def close(self) -> int:
