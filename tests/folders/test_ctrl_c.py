@@ -43,12 +43,13 @@ def vault(tmp_path: Path) -> Path:
 
 
 class Held:
-    """A command held at its HELD_AT-th file until `interrupt` sends SIGINT and lets it go."""
+    """A command held at its `at`-th file until `interrupt` sends SIGINT and lets it go."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], at: int = HELD_AT) -> None:
+        self.at = at
         read_end, self.gate = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "paused_cli.py"), str(HELD_AT), str(read_end), *args],
+            [sys.executable, str(HERE / "paused_cli.py"), str(at), str(read_end), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -71,7 +72,7 @@ class Held:
             pass
 
     def interrupt(self) -> tuple[int, str, str]:
-        self.wait_for(f"paused at {HELD_AT}")
+        self.wait_for(f"paused at {self.at}")
         self.proc.send_signal(signal.SIGINT)
         self.wait_for("stopping after the current file (Ctrl-C again aborts it)")
         os.close(self.gate)
@@ -83,8 +84,8 @@ class Held:
 def held(env: dict[str, str]) -> Iterator[Any]:
     started: list[Held] = []
 
-    def start(*args: str) -> Held:
-        started.append(Held([*args, "--sandbox", "off"], env))
+    def start(*args: str, at: int = HELD_AT) -> Held:
+        started.append(Held([*args, "--sandbox", "off"], env, at))
         return started[-1]
 
     yield start
@@ -172,3 +173,20 @@ def test_ctrl_c_in_sync_commits_the_reconciled_part_and_a_rerun_finishes(
     assert again.stdout == f"{FILES - HELD_AT} imported, {HELD_AT} unchanged\n"
     assert note_count(tmp_path) == FILES
     assert sorted(p.name for p in vault.iterdir()) == [f"n{n:02}.md" for n in range(FILES)]
+
+
+def test_ctrl_c_while_sync_reads_the_folder_commits_nothing_and_deletes_nothing(
+    tmp_path: Path, env: dict[str, str], vault: Path, held: Any
+) -> None:
+    assert run(env, "sync", "--workspace", WS, str(vault)).returncode == 0
+    (vault / "a-first.md").symlink_to(vault / "n00.md")  # refused, and read before the rest
+
+    status, out, err = held("sync", "--workspace", WS, str(vault), at=1).interrupt()
+
+    assert status == 130, err
+    assert out.splitlines() == ["nothing committed", INTERRUPTED]
+    assert note_count(tmp_path) == FILES  # the files not read yet were not taken as deleted
+    assert len(list(vault.glob("n*.md"))) == FILES
+    again = run(env, "sync", "--workspace", WS, str(vault))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"{FILES} unchanged, 1 refused\n")
