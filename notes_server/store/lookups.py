@@ -54,7 +54,7 @@ def titles_with_prefix(conn: Connection, workspace: str, prefix: str, limit: int
             notes.c.archived.is_(False),
             *_prefix_range(notes.c.title_key, key),
         )
-        .order_by(notes.c.title_key, notes.c.id)
+        .order_by(notes.c.title_key)
         .limit(limit)
     )
     return list(conn.execute(query).scalars())
