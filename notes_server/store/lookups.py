@@ -14,50 +14,59 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, func, select
+from sqlalchemy import ColumnElement, Connection, bindparam, func, select
 
+from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord, title_key
 
 TOP = "\U0010ffff"
 
 
-def _prefix_range(column: ColumnElement[str], prefix: str) -> list[ColumnElement[bool]]:
-    if not prefix:
-        return []
-    return [column >= prefix, column < prefix + TOP, func.substr(column, 1, len(prefix)) == prefix]
+def _prefixed(column: ColumnElement[str], select_column: ColumnElement[str]) -> FastRead:
+    """Up to :limit values of `select_column` for live notes of :workspace whose `column`
+    starts with :low, in `column` order. One statement for every prefix, the empty one too
+    (`substr(x, 1, 0)` is ''), built once: on embedded SQLite it runs on the driver."""
+    return FastRead(
+        select(select_column)
+        .where(
+            notes.c.workspace == bindparam("workspace"),
+            column >= bindparam("low"),
+            column < bindparam("high"),
+            func.substr(column, 1, bindparam("n")) == bindparam("low"),
+            notes.c.archived == bindparam("archived"),
+        )
+        .order_by(column)
+        .limit(bindparam("limit"))
+    )
+
+
+_PATHS = _prefixed(notes.c.path, notes.c.path)
+_TITLES = _prefixed(notes.c.title_key, notes.c.title)
+
+
+def _run(stmt: FastRead, conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
+    values = {
+        "workspace": workspace,
+        "low": prefix,
+        "high": prefix + TOP,
+        "n": len(prefix),
+        "archived": False,
+        "limit": limit,
+    }
+    runner = DriverRun() if uses_driver(conn) else CoreRun()
+    return [row[0] for row in runner._all(stmt, conn, values)]
 
 
 def paths_with_prefix(conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
     """Up to `limit` live note paths of the workspace starting with `prefix`, in path order."""
-    query = (
-        select(notes.c.path)
-        .where(
-            notes.c.workspace == workspace,
-            notes.c.archived.is_(False),
-            *_prefix_range(notes.c.path, prefix),
-        )
-        .order_by(notes.c.path)
-        .limit(limit)
-    )
-    return list(conn.execute(query).scalars())
+    return _run(_PATHS, conn, workspace, prefix, limit)
 
 
 def titles_with_prefix(conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
     """Up to `limit` titles of live notes whose title starts with `prefix`, case-insensitively
     (the titles' match key), in key order; one entry per row (the caller removes repeats)."""
-    key = title_key(prefix) if prefix.strip() else ""
-    query = (
-        select(notes.c.title)
-        .where(
-            notes.c.workspace == workspace,
-            notes.c.archived.is_(False),
-            *_prefix_range(notes.c.title_key, key),
-        )
-        .order_by(notes.c.title_key)
-        .limit(limit)
-    )
-    return list(conn.execute(query).scalars())
+    return _run(_TITLES, conn, workspace, title_key(prefix) if prefix.strip() else "", limit)
 
 
 def updated_since(
