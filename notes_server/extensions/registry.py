@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from notes_server.config import SettingsError
-from notes_server.extensions.base import Extension
+from notes_server.extensions.base import Extension, ResourceTemplate
 from notes_server.extensions.resources import SCHEME, ResourceRouter
+from notes_server.prompts.base import PromptRegistry
 from notes_server.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ class ExtensionRegistry:
         self.extensions = tuple(extensions)
         _unique("extension name", [(e.name, e.name) for e in self.extensions])
         _unique("tool", [(t.name, e.name) for e in self.extensions for t in e.tools])
+        _unique("prompt", [(p.name, e.name) for e in self.extensions for p in e.prompts])
+        _unique(
+            "resource template",
+            [(t.uri_template, e.name) for e in self.extensions for t in e.resource_templates],
+        )
         providers = [
             (s, p, e.name) for e in self.extensions for s, p in e.resource_providers.items()
         ]
@@ -53,6 +59,10 @@ class ExtensionRegistry:
             variants if len(variants) == len(hooks) else None,
         )
         self.resources = ResourceRouter([(s, p) for s, p, _ in providers])
+        self.prompts = PromptRegistry([p for e in self.extensions for p in e.prompts])
+        self.templates: tuple[ResourceTemplate, ...] = tuple(
+            t for e in self.extensions for t in e.resource_templates
+        )
         self.capabilities = _capabilities(self.extensions, bool(providers))
 
     def http_routes(self) -> list[BaseRoute]:
@@ -71,13 +81,18 @@ def _unique(what: str, items: Sequence[tuple[str, str]]) -> None:
 
 
 def _capabilities(extensions: Sequence[Extension], has_resources: bool) -> dict[str, Any]:
-    """Server capabilities for `server/discover`: every extension's, merged in order; `tools`
-    and `resources` are declared whenever something is served under them."""
+    """Server capabilities for `server/discover`: every extension's, merged in order; `tools`,
+    `resources` and `prompts` are declared whenever something is served under them, and
+    `completions` whenever a prompt or a resource template has arguments to complete."""
     merged: dict[str, Any] = {}
     if any(e.tools for e in extensions):
         merged["tools"] = {}
-    if has_resources:
+    if has_resources or any(e.resource_templates for e in extensions):
         merged["resources"] = {}
+    if any(e.prompts for e in extensions):
+        merged["prompts"] = {}
+    if any(e.prompts or e.resource_templates for e in extensions):
+        merged["completions"] = {}
     entries: dict[str, Any] = {}
     for extension in extensions:
         if "extensions" in extension.capabilities:

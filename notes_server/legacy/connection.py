@@ -114,7 +114,9 @@ class DualEraConnection:
     def _route(self, request: Request) -> Outcome:
         if is_modern(request.params):
             progress = progress_sink(request.params, self.writer.write)
-            return self.server.handle_request(request, self.principal, progress=progress)
+            return self.server.handle_request(
+                request, self.principal, progress=progress, notify=self.writer.write
+            )
         if request.method == "initialize":
             return self._initialize(request)
         if self.legacy is None:

@@ -14,6 +14,8 @@ goes to the stateless pipeline untouched (a session id on it is ignored). Otherw
 - a client that declared `roots` is asked `roots/list` on the SSE stream of its first request
   that depends on them (tools/call, resources/*), and again after `notifications/initialized`
   or `.../roots/list_changed`; the answer is kept in the session row (`legacy.roots`);
+- `logging/setLevel` keeps the level in the session row; later `tools/call` and `prompts/get`
+  requests carry it to the core and are answered on an SSE stream with their log messages;
 - `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
   requests only on the stream of the POST they belong to, so no standalone stream is needed.
 
@@ -46,7 +48,12 @@ from notes_server.legacy.http_stream import (
 from notes_server.legacy.roots import ROOTS_CHANGED, declares_roots
 from notes_server.legacy.rounds import needs_input
 from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
-from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.legacy.translate import (
+    LOGGED_METHODS,
+    NOT_INITIALIZED,
+    is_modern,
+    is_response,
+)
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import (
     DecodeFailure,
@@ -208,7 +215,11 @@ class LegacyHttp:
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
         refused = handler.refusal(request.method)
-        if refused is None and (handler.roots_needed(request.method) or _streams_progress(request)):
+        if refused is None and request.method == "logging/setLevel":
+            return await self._set_level(key, handler, request)
+        if refused is None and (
+            handler.roots_needed(request.method) or _streams(request, handler.session)
+        ):
             return self._conversation(key, handler, request, None)
         if refused is None:
             if self._quick(request):  # cheaper than a hand-off, as on the modern path
@@ -224,6 +235,15 @@ class LegacyHttp:
             return _json(200, encode_error(request.id, error))
         assert result is not None
         return _json(200, encode_result(request.id, result))
+
+    async def _set_level(self, key: str, handler: LegacyHandler, request: Request) -> Response:
+        """`logging/setLevel`: kept in the session row, so every worker stamps it."""
+        try:
+            level = handler.chosen_level(request.params)
+        except McpError as exc:
+            return _json(200, encode_error(request.id, to_wire(exc)))
+        await self.run(lambda: self.store.set_log_level(key, handler.principal, level))
+        return _json(200, encode_result(request.id, {}))
 
     def _quick(self, request: Request) -> bool:
         """A request the server marks as quick (`McpServer.runs_quickly`: a static result, or a
@@ -257,9 +277,12 @@ class LegacyHttp:
         )
 
 
-def _streams_progress(request: Request) -> bool:
-    """A `tools/call` that asked for progress is answered on a stream that can carry it."""
-    return request.method == "tools/call" and progress_token(request.params) is not None
+def _streams(request: Request, session: LegacySession) -> bool:
+    """A `tools/call` that asked for progress, or a request that may log in a session that
+    asked for log messages, is answered on a stream that can carry them."""
+    if request.method == "tools/call" and progress_token(request.params) is not None:
+        return True
+    return session.log_level is not None and request.method in LOGGED_METHODS
 
 
 def _parse(body: bytes) -> Any:

@@ -77,11 +77,15 @@ class SessionStore:
             roots,
             known,
             record.roots_generation,
+            record.log_level,
         )
         return session, repo.refresh_due(record, now)
 
     def refresh(self, key: str) -> None:
         self.repo.refresh(key, self.options.clock())
+
+    def set_log_level(self, key: str, principal: str, level: str) -> None:
+        self.repo.set_log_level(key, principal, level)
 
     def keep_roots(self, key: str, roots: Roots | None, generation: int) -> None:
         self.repo.store_roots(key, dump_roots(roots), generation)

@@ -27,7 +27,9 @@ Roots = tuple[WorkspaceUri, ...]
 # principal -> the canonical URIs of the workspaces granted to it (composed at the edges)
 GrantLookup = Callable[[str], list[str]]
 # Methods whose answer depends on which workspaces the session may touch.
-NARROWED_METHODS = frozenset({"tools/call", "resources/list", "resources/read"})
+NARROWED_METHODS = frozenset(
+    {"tools/call", "resources/list", "resources/read", "prompts/get", "completion/complete"}
+)
 # Client notifications after which the roots are (re)asked.
 ROOTS_CHANGED = frozenset({"notifications/initialized", "notifications/roots/list_changed"})
 MAX_ROOTS = 100

@@ -48,6 +48,7 @@ from notes_server.legacy.rounds import (
 )
 from notes_server.legacy.translate import (
     LEGACY_METHODS,
+    LOGGED_METHODS,
     capability_refusal,
     initialize_result,
     input_response,
@@ -60,6 +61,7 @@ from notes_server.legacy.translate import (
     tool_error_result,
 )
 from notes_server.protocol.envelope import Request, RequestId
+from notes_server.protocol.log_messages import check_level
 from notes_server.protocol.progress import Emit, progress_sink
 
 if TYPE_CHECKING:
@@ -83,6 +85,7 @@ class LegacySession(NamedTuple):
     roots: Roots | None = None
     roots_known: bool = False
     roots_generation: int = 0
+    log_level: str | None = None  # `logging/setLevel`; None: no log messages
 
 
 def start_session(params: dict[str, Any]) -> LegacySession:
@@ -183,18 +186,35 @@ class LegacyHandler:
         return initialize_result(self.session.version, result, self.server.server_info), None
 
     def refusal(self, method: str) -> Outcome | None:
-        """`ping` answered, an unknown method refused; None for methods the core serves."""
+        """`ping` answered, an unknown method refused; None for methods the core serves
+        (and `logging/setLevel`, which `set_log_level` answers)."""
         if method == "ping":
             return {}, None
+        if method == "logging/setLevel" and "logging" in self.server.capabilities:
+            return None
         if method not in LEGACY_METHODS:
             return None, to_wire(MethodNotFound(f"Method not found: {method[:MAX_NAME_ECHO]}"))
         return None
+
+    def chosen_level(self, params: dict[str, Any]) -> str:
+        """The level of a `logging/setLevel` request, or -32602."""
+        return check_level(params.get("level"), "level")
+
+    def set_log_level(self, level: str) -> None:
+        """This session's later requests carry `level` (stdio; HTTP keeps it in the row)."""
+        self.session = self.session._replace(log_level=level)
 
     def handle(self, request: Request) -> Outcome:
         """(legacy result, None) or (None, legacy error). Raises RequestCancelled."""
         refused = self.refusal(request.method)
         if refused is not None:
             return refused
+        if request.method == "logging/setLevel":
+            try:
+                self.set_log_level(self.chosen_level(request.params))
+            except InvalidParams as exc:
+                return None, to_wire(exc)
+            return {}, None
         if self.roots_needed(request.method):
             self.refresh_roots()
         if request.method == "tools/call":
@@ -220,7 +240,8 @@ class LegacyHandler:
         the client's roots (unknown roots of a client that declared them: nothing usable).
         Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
         session = self.session
-        params = modern_params(request.params, session.capabilities, session.client_info)
+        level = session.log_level if request.method in LOGGED_METHODS else None
+        params = modern_params(request.params, session.capabilities, session.client_info, level)
         roots = self.narrowing()
         if request.method == "tools/call":
             params, refused = self._default_workspace(params, roots)
@@ -233,6 +254,7 @@ class LegacyHandler:
             self.principal,
             roots=roots,
             progress=progress_sink(params, emit),
+            notify=emit,
         )
 
     def _default_workspace(

@@ -15,6 +15,7 @@ from notes_server.protocol.versions import (
     LATEST,
     META_CAPABILITIES,
     META_CLIENT_INFO,
+    META_LOG_LEVEL,
     META_SERVER_INFO,
     META_VERSION,
 )
@@ -25,8 +26,19 @@ TITLED_ENUMS_SINCE = "2025-11-25"  # `oneOf` single-select and `mode` arrived in
 
 # Methods a legacy session may call; everything else is -32601 as in the modern core.
 LEGACY_METHODS = frozenset(
-    {"tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    }
 )
+# The session's level (`logging/setLevel`) is stamped on these requests, which may log.
+LOGGED_METHODS = frozenset({"tools/call", "prompts/get"})
 # Embedded MRTR input requests that 2025-11-25 expresses as server-initiated requests.
 SERVER_REQUESTS = frozenset({"elicitation/create", "roots/list", "sampling/createMessage"})
 RESOURCE_NOT_FOUND = -32002
@@ -106,13 +118,21 @@ def modern_capabilities(declared: dict[str, Any], version: str = LATEST_LEGACY) 
 
 
 def modern_params(
-    params: dict[str, Any], capabilities: dict[str, Any], client_info: dict[str, Any] | None
+    params: dict[str, Any],
+    capabilities: dict[str, Any],
+    client_info: dict[str, Any] | None,
+    log_level: str | None = None,
 ) -> dict[str, Any]:
-    """The legacy params with the `_meta` a modern client would have sent (other keys kept)."""
+    """The legacy params with the `_meta` a modern client would have sent (other keys kept):
+    with `log_level` (the session's `logging/setLevel`), the per-request log level; without
+    it none, whatever the client put there (2025-11-25 has no per-request level)."""
     meta = params.get("_meta")
     stamped: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
     stamped[META_VERSION] = LATEST
     stamped[META_CAPABILITIES] = copy.deepcopy(capabilities)
+    stamped.pop(META_LOG_LEVEL, None)
+    if log_level is not None:
+        stamped[META_LOG_LEVEL] = log_level
     if client_info is not None:
         stamped[META_CLIENT_INFO] = client_info
     return {**params, "_meta": stamped}

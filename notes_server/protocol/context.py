@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from notes_server.protocol.envelope import RequestId
 from notes_server.security.uri import WorkspaceUri
-from notes_server.tools.base import ProgressSink
+from notes_server.tools.base import LogSink, ProgressSink
 
 
 class RequestContext(NamedTuple):
@@ -21,3 +21,4 @@ class RequestContext(NamedTuple):
     client_info: dict[str, Any] | None
     roots: tuple[WorkspaceUri, ...] | None = None
     progress: ProgressSink | None = None
+    log: LogSink | None = None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
+from notes_server.prompts.base import PromptRegistry
 from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
 from notes_server.protocol.envelope import (
@@ -24,9 +25,10 @@ from notes_server.protocol.envelope import (
     encode_error,
     encode_result,
 )
+from notes_server.protocol.log_messages import log_sink, requested_level
 from notes_server.protocol.meta import read_meta
 from notes_server.protocol.progress import Emit, progress_sink
-from notes_server.protocol.server_view import ResourceProvider, ServerView
+from notes_server.protocol.server_view import ResourceProvider, ResourceTemplate, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
 from notes_server.security.uri import WorkspaceUri
 from notes_server.tools.base import ProgressSink
@@ -45,11 +47,23 @@ HANDLERS: dict[str, Handler] = {
     "resources/list": methods.resources_list,
     "resources/templates/list": methods.resource_templates_list,
     "resources/read": methods.resources_read,
+    "prompts/list": methods.prompts_list,
+    "prompts/get": methods.prompts_get,
+    "completion/complete": methods.completion_complete,
+}
+# Methods served only when the server declares the capability (else -32601, as for any
+# method it does not serve): a server composed without prompts has no prompts/*.
+GATED: dict[str, str] = {
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
 }
 
 
 # Answered from results built once, without the database.
-STATIC_METHODS = frozenset({"server/discover", "tools/list"})
+STATIC_METHODS = frozenset(
+    {"server/discover", "tools/list", "prompts/list", "resources/templates/list"}
+)
 
 
 def internal_error(exc: Exception, during: str) -> dict[str, Any]:
@@ -85,9 +99,13 @@ class McpServer:
         resources: ResourceProvider,
         server_info: dict[str, Any],
         capabilities: dict[str, Any] | None = None,
+        prompts: PromptRegistry | None = None,
+        templates: Sequence[ResourceTemplate] = (),
     ) -> None:
         self.registry = registry
         self.resources = resources
+        self.prompts = PromptRegistry([]) if prompts is None else prompts
+        self.templates = tuple(templates)
         self.server_info = server_info
         self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
         self._static: dict[str, EncodedResult] = {}
@@ -133,7 +151,8 @@ class McpServer:
         self, raw: bytes | str, principal: str, notify: Emit | None = None
     ) -> bytes | None:
         """Decode, dispatch and encode one message; None for notifications. `notify` writes
-        the request's own notifications (progress) before the reply, when it asked for them."""
+        the request's own notifications (progress, log messages) before the reply, when it
+        asked for them."""
         try:
             message = decode(raw)
         except DecodeFailure as failure:
@@ -142,7 +161,7 @@ class McpServer:
             self.handle_notification(message)
             return None
         progress = progress_sink(message.params, notify)
-        result, error = self.handle_request(message, principal, progress=progress)
+        result, error = self.handle_request(message, principal, progress=progress, notify=notify)
         if error is not None:
             return encode_error(message.id, error)
         assert result is not None
@@ -160,11 +179,13 @@ class McpServer:
         *,
         roots: tuple[WorkspaceUri, ...] | None = None,
         progress: ProgressSink | None = None,
+        notify: Emit | None = None,
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Return (result, None) or (None, error object). `roots` narrows what the principal
-        may touch (a legacy session's roots); `progress` receives a tool's progress reports."""
+        may touch (a legacy session's roots); `progress` receives a tool's progress reports;
+        `notify` writes the log messages of a request that set a log level in `_meta`."""
         try:
-            result = self._dispatch(request, principal, roots, progress)
+            result = self._dispatch(request, principal, roots, progress, notify)
         except McpError as exc:
             if getattr(exc, "reason", None):
                 log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
@@ -179,11 +200,14 @@ class McpServer:
         principal: str,
         roots: tuple[WorkspaceUri, ...] | None,
         progress: ProgressSink | None,
+        notify: Emit | None,
     ) -> dict[str, Any]:
         meta = read_meta(request.params)
         handler = HANDLERS.get(request.method)
-        if handler is None:
+        gate = GATED.get(request.method)
+        if handler is None or (gate is not None and gate not in self.capabilities):
             raise MethodNotFound(f"Method not found: {request.method[:64]}")
+        level = requested_level(request.params)
         ctx = RequestContext(
             request.id,
             request.method,
@@ -193,6 +217,7 @@ class McpServer:
             meta.client_info,
             roots,
             progress,
+            log_sink(level, notify),
         )
         result = handler(self, ctx, request.params)
         if not isinstance(result, EncodedResult):  # static results are stamped already

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 LIST_TTL_MS = 300_000
 MAX_NAME_ECHO = 64
+MAX_COMPLETION_VALUE = 2048
 
 INSTRUCTIONS = (
     "Notes live in workspaces the user granted, named by a file URI (workspaceUri) on every "
@@ -97,16 +98,7 @@ def tools_call(server: ServerView, ctx: RequestContext, params: dict[str, Any]) 
     problem = validate(arguments, tool.input_schema)
     if problem is not None:
         raise InvalidParams(f"Invalid arguments for {name}: {problem}")
-    responses, state = _mrtr_params(params)
-    call = CallContext(
-        ctx.principal,
-        ctx.capabilities,
-        ctx.request_id,
-        responses,
-        state,
-        roots=ctx.roots,
-        progress=ctx.progress,
-    )
+    call = _call_context(ctx, params)
     try:
         outcome = tool.call(call, arguments)
     except ToolFailure as failure:
@@ -132,7 +124,94 @@ def resource_templates_list(
     server: ServerView, ctx: RequestContext, params: dict[str, Any]
 ) -> dict[str, Any]:
     _no_cursor(params)
-    return _cacheable({"resourceTemplates": []}, "public", LIST_TTL_MS)
+    return server.static_result(
+        "resources/templates/list",
+        lambda: _cacheable(
+            {"resourceTemplates": [t.describe() for t in server.templates]}, "public", LIST_TTL_MS
+        ),
+    )
+
+
+def _call_context(ctx: RequestContext, params: dict[str, Any]) -> CallContext:
+    responses, state = _mrtr_params(params)
+    return CallContext(
+        ctx.principal,
+        ctx.capabilities,
+        ctx.request_id,
+        responses,
+        state,
+        roots=ctx.roots,
+        progress=ctx.progress,
+        log=ctx.log,
+    )
+
+
+def prompts_list(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    _no_cursor(params)
+    return server.static_result(
+        "prompts/list",
+        lambda: _cacheable({"prompts": server.prompts.listing()}, "public", LIST_TTL_MS),
+    )
+
+
+def prompts_get(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("Invalid params: name must be a string")
+    prompt = server.prompts.get(name)
+    if prompt is None:
+        raise InvalidParams(f"Unknown prompt: {name[:MAX_NAME_ECHO]}")
+    arguments = prompt.checked(params.get("arguments"))
+    return prompt.get(_call_context(ctx, params), arguments).to_wire()
+
+
+def _string_map(value: object, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise InvalidParams(f"Invalid params: {what} must be an object of strings")
+    return value
+
+
+def completion_complete(
+    server: ServerView, ctx: RequestContext, params: dict[str, Any]
+) -> dict[str, Any]:
+    """`ref/prompt` completes a prompt's argument, `ref/resource` a variable of the template
+    whose `uriTemplate` the ref names exactly. (The spec has no reference to a tool, so tool
+    arguments cannot be completed; the prompts take the same arguments and complete them.)"""
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict):
+        raise InvalidParams("Invalid params: ref must be an object")
+    if not isinstance(argument, dict):
+        raise InvalidParams("Invalid params: argument must be an object")
+    name, value = argument.get("name"), argument.get("value")
+    if not isinstance(name, str) or not isinstance(value, str):
+        raise InvalidParams("Invalid params: argument needs name and value as strings")
+    if len(value) > MAX_COMPLETION_VALUE:
+        raise InvalidParams(
+            f"Invalid params: argument.value may have at most {MAX_COMPLETION_VALUE} characters"
+        )
+    context = params.get("context")
+    if context is not None and not isinstance(context, dict):
+        raise InvalidParams("Invalid params: context must be an object")
+    chosen = _string_map((context or {}).get("arguments"), "context.arguments")
+    call = _call_context(ctx, {})
+    kind = ref.get("type")
+    if kind == "ref/prompt":
+        prompt_name = ref.get("name")
+        prompt = server.prompts.get(prompt_name) if isinstance(prompt_name, str) else None
+        if prompt is None:
+            raise InvalidParams(f"Unknown prompt: {str(prompt_name)[:MAX_NAME_ECHO]}")
+        completion = prompt.complete(call, name, value, chosen)
+    elif kind == "ref/resource":
+        uri = ref.get("uri")
+        template = next((t for t in server.templates if t.uri_template == uri), None)
+        if template is None:
+            raise InvalidParams(f"Unknown resource template: {str(uri)[:MAX_NAME_ECHO]}")
+        completion = template.complete(call, name, value, chosen)
+    else:
+        raise InvalidParams("Invalid params: ref.type must be ref/prompt or ref/resource")
+    return {"resultType": "complete", "completion": completion.to_wire()}
 
 
 def resources_read(

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from notes_server.extensions.base import ResourceProvider
+from notes_server.extensions.base import ResourceProvider, ResourceTemplate
 
 if TYPE_CHECKING:
+    from notes_server.prompts.base import PromptRegistry
     from notes_server.protocol.envelope import EncodedResult
     from notes_server.tools.registry import ToolRegistry
 
-__all__ = ["ResourceProvider", "ServerView"]
+__all__ = ["ResourceProvider", "ResourceTemplate", "ServerView"]
 
 
 class ServerView(Protocol):
@@ -20,6 +21,8 @@ class ServerView(Protocol):
 
     registry: ToolRegistry
     resources: ResourceProvider
+    prompts: PromptRegistry
+    templates: tuple[ResourceTemplate, ...]
     server_info: dict[str, Any]
     capabilities: dict[str, Any]
 

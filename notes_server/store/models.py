@@ -129,6 +129,8 @@ http_sessions_table = Table(
     # the client said they changed (an answer is stored only if none came since it was asked).
     Column("roots_json", Text, nullable=True),
     Column("roots_generation", Integer, nullable=False, server_default="0"),
+    # The level `logging/setLevel` chose (NULL: no log messages for this session).
+    Column("log_level", String(16), nullable=True),
     Index("ix_legacy_sessions_expires", "expires_at"),
 )
 

@@ -49,6 +49,7 @@ _FIND = FastWrite(  # FastWrite: `now` needs the column's bind processing on the
         sessions.c.expires_at,
         sessions.c.roots_json,
         sessions.c.roots_generation,
+        sessions.c.log_level,
     ).where(
         sessions.c.session_hash == bindparam("hash"),
         sessions.c.principal == bindparam("who"),
@@ -114,6 +115,7 @@ class SessionRecord:
     expires_at: datetime
     roots_json: str | None = None
     roots_generation: int = 0
+    log_level: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +165,7 @@ class SqlLegacySessions:
             return None
         expires = from_stored(row[4])
         assert expires is not None  # the column is NOT NULL
-        return SessionRecord(row[0], row[1], row[2], row[3], expires, row[5], row[6])
+        return SessionRecord(row[0], row[1], row[2], row[3], expires, row[5], row[6], row[7])
 
     def refresh_due(self, record: SessionRecord, now: datetime) -> bool:
         """An active session's expiry moves forward at most every REFRESH_INTERVAL."""
@@ -181,6 +183,15 @@ class SqlLegacySessions:
                 update(sessions)
                 .where(sessions.c.session_hash == session_hash, sessions.c.principal == principal)
                 .values(roots_json=None, roots_generation=sessions.c.roots_generation + 1)
+            )
+
+    def set_log_level(self, session_hash: str, principal: str, level: str) -> None:
+        """`logging/setLevel`: the level of the session's later log messages."""
+        with write_tx(self.engine) as conn:
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.session_hash == session_hash, sessions.c.principal == principal)
+                .values(log_level=level)
             )
 
     def store_roots(self, session_hash: str, roots_json: str, generation: int) -> None:

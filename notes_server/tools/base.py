@@ -16,6 +16,10 @@ RequestId = str | int
 # Where a tool's progress goes: (progress, total or None, message or None). The transport
 # builds it when the request carries `_meta.progressToken`; it never raises.
 ProgressSink = Callable[[float, float | None, str | None], None]
+# Where a tool's log messages go: (level, data, logger). Built only when the request set
+# `_meta["io.modelcontextprotocol/logLevel"]` (a 2025-11-25 session: `logging/setLevel`); it
+# drops what is below that level and never raises.
+LogSink = Callable[[str, Any, str], None]
 
 
 # The records of a call are NamedTuples: immutable like frozen dataclasses, cheaper to build on
@@ -32,6 +36,14 @@ class CallContext(NamedTuple):
     # granted workspaces at or below one of these. None: no roots, the grants alone decide.
     roots: tuple[WorkspaceUri, ...] | None = None
     progress: ProgressSink | None = None
+    log: LogSink | None = None
+
+    def log_message(self, level: str, data: Any, logger: str = "notes") -> None:
+        """Tell the client something worth knowing (a `notifications/message` on this request's
+        stream); nothing happens unless it asked for log messages at `level` or below. Never
+        secrets or another principal's paths, and note content only at "debug"."""
+        if self.log is not None:
+            self.log(level, data, logger)
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

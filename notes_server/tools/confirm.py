@@ -184,7 +184,11 @@ class ConfirmedAction(Tool):
                 self.audit(conn, ctx, workspace.uri, "declined", None, claims, args["title"], now)
             return self.finished("declined")
 
-        return retrying(transaction)
+        result = retrying(transaction)
+        ctx.log_message(
+            "notice", f"{self.action.tool}: the user declined; nothing was {self.action.done}"
+        )
+        return result
 
     def accept(
         self, ctx: CallContext, args: dict[str, Any], claims: Claims, note_id: str

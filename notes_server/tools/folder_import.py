@@ -95,6 +95,11 @@ class ImportFolder(Tool):
         finally:
             os.close(fd)
         counts = summary.as_json()
+        ctx.log_message(
+            "info",
+            f"notes_import: {counts['imported']} imported, {counts['unchanged']} unchanged, "
+            f"{counts['skipped']} skipped, {counts['refused']} refused",
+        )
         return ToolResult(
             {
                 "imported": counts["imported"],

@@ -2,7 +2,8 @@
 the `file:` resources, plus test-harness tool modules contributed through the same seam.
 
 An extra module (``--tools-module``, used by test harnesses) exposes ``TOOLS``: a sequence of
-Tool subclasses; it becomes an extension of its own, named after the module.
+Tool subclasses, and optionally ``PROMPTS``, Prompt subclasses; it becomes an extension of its
+own, named after the module.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from notes_server.apps.extension import apps_extension
 from notes_server.config import SettingsError
 from notes_server.extensions.base import Extension, ToolMetaHook, ToolMetaVariant
+from notes_server.prompts.notes import SHIPPED_PROMPTS
 from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
@@ -21,7 +23,7 @@ from notes_server.tools.delete import DeleteNote
 from notes_server.tools.folder_import import ImportFolder
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
-from notes_server.tools.resources import NoteResources
+from notes_server.tools.resources import NoteResources, NoteTemplate
 from notes_server.tools.search import SearchNotes
 from notes_server.tools.services import Services
 from notes_server.tools.update import UpdateNote
@@ -111,12 +113,15 @@ def _variant_key(
 
 
 def notes_extension(services: Services) -> Extension:
-    """The built-in notes extension: the shipped tools and notes as `file:` resources."""
+    """The built-in notes extension: the shipped tools and prompts, notes as `file:` resources
+    with their template, and log messages (tools emit them when a request asks)."""
     return Extension(
         name="notes",
-        capabilities={"tools": {}, "resources": {}},
+        capabilities={"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
         tools=[cls(services) for cls in SHIPPED],
         resource_providers={"file": NoteResources(services)},
+        prompts=[cls(services) for cls in SHIPPED_PROMPTS],
+        resource_templates=[NoteTemplate(services)],
     )
 
 
@@ -127,9 +132,19 @@ def tools_module_extension(module_name: str, services: Services) -> Extension:
     except ImportError as exc:
         raise SettingsError(f"--tools-module {module_name}: cannot import ({exc.msg})") from None
     tools = getattr(module, "TOOLS", None)
-    if not isinstance(tools, list | tuple):
-        raise SettingsError(f"--tools-module {module_name}: the module has no TOOLS sequence")
-    return Extension(name=f"tools-module:{module_name}", tools=[cls(services) for cls in tools])
+    prompts = getattr(module, "PROMPTS", None)
+    if tools is None and prompts is None:
+        raise SettingsError(
+            f"--tools-module {module_name}: the module has no TOOLS (or PROMPTS) sequence"
+        )
+    tools, prompts = tools or (), prompts or ()
+    if not isinstance(tools, list | tuple) or not isinstance(prompts, list | tuple):
+        raise SettingsError(f"--tools-module {module_name}: TOOLS and PROMPTS must be sequences")
+    return Extension(
+        name=f"tools-module:{module_name}",
+        tools=[cls(services) for cls in tools],
+        prompts=[cls(services) for cls in prompts],
+    )
 
 
 def builtin_extensions(

@@ -3,12 +3,14 @@ its canonical file URI."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
 from notes_server.extensions.resources import not_found
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext
+from notes_server.tools.completion import Completion, complete_paths, complete_workspaces
 from notes_server.tools.scope import usable_workspaces, within_roots
 from notes_server.tools.search import MAX_OFFSET
 from notes_server.tools.services import Services
@@ -98,3 +100,32 @@ def _listing(workspace: str, path: str, title: str, note_id: str) -> dict[str, A
         "title": title,
         "mimeType": "text/markdown",
     }
+
+
+class NoteTemplate:
+    """The note resource template: a note's URI is its workspace's URI, a slash, its path.
+    `completion/complete` on it offers workspaces for `workspaceUri` and, in the workspace
+    already chosen (`context.arguments`), live note paths for `path`."""
+
+    uri_template = "{+workspaceUri}/{+path}"
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "uriTemplate": self.uri_template,
+            "name": "note",
+            "title": "Note",
+            "description": "A note, by its workspace's file: URI and its path in the workspace",
+            "mimeType": "text/markdown",
+        }
+
+    def complete(
+        self, ctx: CallContext, argument: str, value: str, context: Mapping[str, str]
+    ) -> Completion:
+        if argument == "workspaceUri":
+            return complete_workspaces(self.services, ctx, value, context)
+        if argument == "path":
+            return complete_paths(self.services, ctx, value, context)
+        raise InvalidParams(f"Invalid params: the note template has no variable {argument[:64]!r}")

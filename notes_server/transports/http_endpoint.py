@@ -38,7 +38,7 @@ from notes_server.transports.http_auth import (
     resource_metadata,
 )
 from notes_server.transports.http_exchange import Reply, exchange
-from notes_server.transports.http_progress import PROGRESS_MARKER, ProgressStream, Relay
+from notes_server.transports.http_progress import ProgressStream, Relay, may_stream
 from notes_server.transports.http_responses import error_response, json_response
 from notes_server.transports.http_threads import RequestTimeout, WorkerThreads
 
@@ -136,7 +136,7 @@ class McpEndpoint:
             if answer is not None:
                 return answer
         headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
-        if PROGRESS_MARKER in body:
+        if may_stream(body):
             return await self.with_progress(body, headers, principal_of(request.scope))
         call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
         if self.quick(headers):

@@ -84,7 +84,7 @@ def exchange(
     notify: Emit | None = None,
 ) -> Reply:
     """Answer one POST body for an authenticated principal; `notify` carries the request's
-    progress notifications, when it asked for them."""
+    progress notifications and log messages, when it asked for them."""
     try:
         message = decode(body)
     except DecodeFailure as failure:
@@ -109,7 +109,7 @@ def answer(
     except McpError as exc:
         return _error(message.id, to_wire(exc), handler=False)
     progress = progress_sink(message.params, notify)
-    result, error = server.handle_request(message, principal, progress=progress)
+    result, error = server.handle_request(message, principal, progress=progress, notify=notify)
     if error is not None:
         return _error(message.id, error, handler=True)
     assert result is not None

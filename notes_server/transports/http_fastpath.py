@@ -48,7 +48,7 @@ from notes_server.transports.http_limits import (
     BodyTooSlow,
     BoundedBody,
 )
-from notes_server.transports.http_progress import PROGRESS_MARKER
+from notes_server.transports.http_progress import may_stream
 from notes_server.transports.http_responses import error_response
 
 log = logging.getLogger("notes_server.http")
@@ -196,7 +196,7 @@ class McpPostFastPath:
             message = decode(body)
         except DecodeFailure:
             message = None
-        if message is None or not names_version(message.params) or PROGRESS_MARKER in body:
+        if message is None or not names_version(message.params) or may_stream(body):
             replayed = _replay(body, receive)
             return lambda scope, _receive, send: self.fallback(scope, replayed, send)
         headers = {

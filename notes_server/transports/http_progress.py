@@ -1,4 +1,5 @@
-"""Progress over HTTP: a request's `notifications/progress` on its own SSE response.
+"""Progress and log messages over HTTP: a request's `notifications/progress` and
+`notifications/message` on its own SSE response.
 
 The handler runs in a worker thread; each notification it emits is handed to the event loop
 (`Relay.emit`, thread-safe). `McpEndpoint` starts with no stream at all: while the handler runs
@@ -6,7 +7,8 @@ it waits for whichever comes first, the reply or a first notification. A reply f
 without a progress token, or a tool that reported nothing) is the usual `application/json`
 response; a notification first turns the response into `text/event-stream` (status 200): the
 notifications in order, then the reply as the last event. Only POSTs whose body mentions
-`progressToken` take this path, so every other request keeps its plain hand-off.
+`progressToken` or the log level `_meta` key take this path (`may_stream`), so every other
+request keeps its plain hand-off.
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ from typing import Any, TypeVar
 
 from starlette.types import Message, Receive, Scope, Send
 
-PROGRESS_MARKER = b"progressToken"
+STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
 _T = TypeVar("_T")
+
+
+def may_stream(body: bytes) -> bool:
+    """Whether the request may ask for notifications of its own (progress, log messages)."""
+    return any(marker in body for marker in STREAM_MARKERS)
 
 
 def sse_event(payload: bytes) -> bytes:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench_lib import (
     coldstart,
+    completion,
     datasets,
     deletes,
     http_bench,
@@ -261,6 +262,9 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
         results.timings["search"] = time.perf_counter() - t0
         search.run(
             results, infos, workdir, trials=plan.search_trials, query_count=plan.search_queries
+        )
+        completion.run(
+            results, infos, workdir, trials=plan.search_trials, count=plan.search_queries
         )
         results.timings["search"] = time.perf_counter() - t0
     if "http" in only:

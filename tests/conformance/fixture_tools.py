@@ -136,12 +136,29 @@ class ToolWithProgress(Fixture):
 
 
 class LoggingTool(Fixture):
-    """Logs only when a request sets `_meta.logLevel`; this server never emits log messages."""
+    """Logs at info; the message reaches the client only when the request set a log level
+    (2026-07-28 `_meta`, or a 2025-11-25 session's `logging/setLevel`)."""
 
     name = "test_logging_tool"
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
-        return Content(text("Done; no log messages were requested."))
+        ctx.log_message("info", "test_logging_tool ran", "conformance")
+        return Content(text("Done; a log message was sent if a log level was requested."))
+
+
+class ToolWithLogging(Fixture):
+    """Three info messages about 50 ms apart (the work the 2025-era scenario asks to
+    emulate), on the request's own stream."""
+
+    name = "test_tool_with_logging"
+
+    def call(self, ctx: CallContext, args: dict[str, Any]) -> Any:
+        steps = ("Tool execution started", "Tool processing data", "Tool execution completed")
+        for n, step in enumerate(steps):
+            if n:
+                time.sleep(0.05)
+            ctx.log_message("info", step, "conformance")
+        return Content(text("Logging tool finished: sent three log messages."))
 
 
 class MissingCapabilityTool(Fixture):
@@ -428,6 +445,7 @@ class ElicitationEnums(AskOnce):
 
 
 TOOLS: list[type[Tool]] = [
+    ToolWithLogging,
     SimpleText,
     ErrorHandling,
     ImageContent,

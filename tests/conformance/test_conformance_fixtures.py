@@ -135,7 +135,7 @@ def test_every_expected_failure_names_a_check_and_a_reason(revision: str) -> Non
         assert scenario and check and len(reason) > 10, key
 
 
-SUITE_OUTPUT = """✗ prompts-list: 1 passed, 1 failed
+SUITE_OUTPUT = """✗ resources-read-text: 1 passed, 1 failed
 ✓ tools-list: 4 passed, 0 failed
 ✗ tasks-lifecycle: 1 passed, 8 failed
 
@@ -151,7 +151,7 @@ def check(name: str, status: str) -> dict[str, str]:
 def test_only_unexpected_scored_failures_fail_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     runner = load_runner()
     results = {
-        "prompts-list": [check("PromptsList", "FAILURE"), check("Other", "SUCCESS")],
+        "resources-read-text": [check("ResourcesReadText", "FAILURE"), check("Other", "SUCCESS")],
         "tools-list": [check("ToolsList", "SUCCESS")],
         "tasks-lifecycle": [check("TaskCreate", "FAILURE")],
     }

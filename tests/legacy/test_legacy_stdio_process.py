@@ -63,7 +63,13 @@ def test_initialize_negotiates_a_legacy_version(
 
     assert set(result) == {"protocolVersion", "capabilities", "serverInfo", "instructions"}
     assert result["protocolVersion"] == negotiated
-    assert result["capabilities"] == {"tools": {}, "resources": {}}
+    assert result["capabilities"] == {
+        "tools": {},
+        "resources": {},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
+    }
     assert result["serverInfo"]["name"] == "notes-server"
     assert "workspaceUri" in result["instructions"]
 
@@ -139,7 +145,7 @@ def test_methods_outside_the_adapter_are_method_not_found(legacy: Legacy) -> Non
     client = legacy()
     client.initialize()
 
-    for method in ("server/discover", "prompts/list", "logging/setLevel"):
+    for method in ("server/discover", "subscriptions/listen", "tasks/list"):
         assert client.request(method, {})["error"]["code"] == -32601
 
 

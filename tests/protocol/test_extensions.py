@@ -61,9 +61,12 @@ def test_discover_lists_the_extension_entry_after_the_core_capabilities(ask: Cal
     assert result["capabilities"] == {
         "tools": {},
         "resources": {},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
         "extensions": {DEMO_ID: {"version": "1"}},
     }
-    assert list(result["capabilities"]) == ["tools", "resources", "extensions"]
+    assert list(result["capabilities"])[-1] == "extensions"
     assert result["cacheScope"] == "public"
 
 
@@ -119,6 +122,9 @@ def test_the_default_server_serves_the_notes_then_the_apps_tools(call: Call) -> 
     assert call("server/discover")["result"]["capabilities"] == {
         "tools": {},
         "resources": {},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
         "extensions": {"io.modelcontextprotocol/ui": {}},
     }
 

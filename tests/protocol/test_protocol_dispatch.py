@@ -165,8 +165,6 @@ def test_a_cursor_on_the_single_page_tool_list_is_invalid_params(call: Call) -> 
         "logging/setLevel",
         "resources/subscribe",
         "resources/unsubscribe",
-        "prompts/list",
-        "prompts/get",
         "tasks/list",
         "no/such/method",
     ],

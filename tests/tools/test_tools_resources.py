@@ -166,13 +166,6 @@ def test_resources_read_without_a_string_uri_is_invalid_params(call: Call) -> No
     assert call("resources/read", {"uri": 5})["error"]["code"] == -32602
 
 
-def test_resource_templates_list_is_empty_and_public(call: Call) -> None:
-    result = result_of(call("resources/templates/list"))
-
-    assert result["resourceTemplates"] == []
-    assert result["cacheScope"] == "public"
-
-
 def test_resources_list_pages_through_every_note_exactly_once(
     call: Call, grant: Grant, migrated_engine: Engine
 ) -> None:

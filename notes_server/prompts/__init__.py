@@ -1,0 +1,1 @@
+"""Prompts: the `Prompt` seam (`base`) and the shipped notes prompts (`notes`)."""
