@@ -128,7 +128,8 @@ def _block(body: str, at: int, end: int, text: str) -> str:
         return body[:at] + body[end:]
     if at > 0 and body[at - 1] != "\n":
         text = "\n" + text
-    if end < len(body) and not text.endswith("\n"):
+    # A line of its own before what follows; at the end, as the note ended (newline or not).
+    if not text.endswith("\n") and (end < len(body) or body.endswith("\n")):
         text += "\n"
     return body[:at] + text + body[end:]
 
