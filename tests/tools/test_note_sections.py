@@ -13,20 +13,7 @@ from notes_server.tools.schema import validate
 
 Call = Callable[..., dict[str, Any]]
 WS = "file:///home/alice/notes"
-BODY = (
-    "# Plan\n"
-    "intro\n"
-    "## Risks\n"
-    "r1\n"
-    "\n"
-    "## Risks\n"
-    "r2\n"
-    "```\n"
-    "## fenced\n"
-    "```\n"
-    "# Done\n"
-    "bye\n"
-)
+BODY = "# Plan\nintro\n## Risks\nr1\n\n## Risks\nr2\n```\n## fenced\n```\n# Done\nbye\n"
 
 
 @pytest.fixture
@@ -340,7 +327,10 @@ def test_an_expected_version_ahead_of_the_note_is_a_version_conflict(
     [
         ([], "arguments.edits must be a list of 1 to 100 edits"),
         ([{"oldText": "a"}], "arguments.edits[0] .newText is required"),
-        ([{"text": "a"}], "arguments.edits[0] must be {oldText, newText} or {section, action, text}"),
+        (
+            [{"text": "a"}],
+            "arguments.edits[0] must be {oldText, newText} or {section, action, text}",
+        ),
         (
             [{"section": "A", "action": "delete", "text": ""}],
             "arguments.edits[0] .action must be one of the allowed values",
