@@ -9,7 +9,7 @@ import click
 from notes_server.errors import UriError
 
 
-@click.group()
+@click.group(epilog="Example: notes-server history prune --older-than 90")
 def history() -> None:
     """Note history (every replaced version of a note is kept until pruned)."""
 

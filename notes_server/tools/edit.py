@@ -12,6 +12,7 @@ refused. A write that loses a race to a concurrent transaction (PostgreSQL) runs
 from __future__ import annotations
 
 import difflib
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import ToolFailure
@@ -108,7 +109,8 @@ def parse_edits(tool: str, raw: Any) -> list[Edit]:
                 continue
         else:
             problem = f"{where} must be {{oldText, newText}} or {{section, action, text}}"
-        raise argument_error(tool, where, problem.removeprefix(where).strip() or "is invalid")
+        field, _, reason = problem.partition(" ")
+        raise argument_error(tool, field, reason)
     return edits
 
 
@@ -198,14 +200,40 @@ def _check_unchanged(
 
 
 def unified_diff(path: str, old: str, new: str, versions: tuple[int, int]) -> str:
-    return "".join(
+    """difflib's unified diff, run only on the lines between the common head and tail (plus
+    the context lines): one section changed in a 100 KB note costs what that section costs."""
+    before = old.splitlines(keepends=True)
+    after = new.splitlines(keepends=True)
+    shortest = min(len(before), len(after))
+    head = 0
+    while head < shortest and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    skip = max(0, head - CONTEXT)
+    keep_tail = max(0, tail - CONTEXT)
+    lines = list(
         difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            before[skip : len(before) - keep_tail],
+            after[skip : len(after) - keep_tail],
             fromfile=f"a/{path}@{versions[0]}",
             tofile=f"b/{path}@{versions[1]}",
+            n=CONTEXT,
         )
     )
+    if skip:
+        lines = [_HUNK.sub(lambda m: _shifted(m, skip), line, count=1) for line in lines]
+    return "".join(lines)
+
+
+CONTEXT = 3
+_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def _shifted(match: re.Match[str], by: int) -> str:
+    old_start, old_len, new_start, new_len = match.groups()
+    return f"@@ -{int(old_start) + by}{old_len} +{int(new_start) + by}{new_len} @@"
 
 
 class EditNote(Tool):

@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-# Lines that may open a heading or a fence; everything else is skipped in C.
-_CANDIDATE = re.compile(r"^ {0,3}(?:#{1,6}(?=[ \t\r\n]|$)|`{3,}|~{3,})", re.MULTILINE)
+# Lines that may open a heading or a fence, found in "\n" + body: a pattern that starts with
+# a literal newline is searched for in C, where `^` with MULTILINE tries every position.
+_CANDIDATE = re.compile(r"\n {0,3}(?:#{1,6}(?=[ \t\r\n]|\Z)|`{3,}|~{3,})")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _ESCAPED = re.compile(r"\\(.)")
 
@@ -69,11 +70,11 @@ def _line_end(body: str, start: int) -> int:
 def _scan(body: str) -> list[_Raw]:
     found: list[_Raw] = []
     fence: tuple[str, int] | None = None
-    for match in _CANDIDATE.finditer(body):
-        start = match.start()
-        marker = match.group(0).lstrip(" ")
+    for match in _CANDIDATE.finditer("\n" + body):
+        start = match.start()  # in the body: where the line starts (after the newline)
+        marker = match.group(0)[1:].lstrip(" ")
         end = _line_end(body, start)
-        rest = body[match.end() : end]
+        rest = body[match.end() - 1 : end]
         if fence is not None:
             char, size = fence
             if marker[0] == char and len(marker) >= size and not rest.strip():

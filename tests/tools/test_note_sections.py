@@ -326,16 +326,16 @@ def test_an_expected_version_ahead_of_the_note_is_a_version_conflict(
     ("edits", "problem"),
     [
         ([], "arguments.edits must be a list of 1 to 100 edits"),
-        ([{"oldText": "a"}], "arguments.edits[0] .newText is required"),
+        ([{"oldText": "a"}], "arguments.edits[0].newText is required"),
         (
             [{"text": "a"}],
             "arguments.edits[0] must be {oldText, newText} or {section, action, text}",
         ),
         (
             [{"section": "A", "action": "delete", "text": ""}],
-            "arguments.edits[0] .action must be one of the allowed values",
+            "arguments.edits[0].action must be one of the allowed values",
         ),
-        ([{"oldText": "", "newText": "x"}], "arguments.edits[0] .oldText must be at least 1"),
+        ([{"oldText": "", "newText": "x"}], "arguments.edits[0].oldText must be at least 1"),
     ],
 )
 def test_malformed_edits_are_invalid_params_naming_the_edit(
