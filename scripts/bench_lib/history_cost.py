@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WS = "file:///bench/history"
 PRINCIPAL = "bench"
-WORDS = [
+WORDS = (
     "alpha",
     "beta",
     "gamma",
@@ -51,7 +51,7 @@ WORDS = [
     "week",
     "month",
     "year",
-]
+)
 
 
 def paragraph(rng: random.Random, chars: int) -> str:
