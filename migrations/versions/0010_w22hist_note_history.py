@@ -40,11 +40,9 @@ def upgrade() -> None:
         sa.Column("replaced_at", TZ, nullable=False),
         sa.UniqueConstraint("note_id", "version", name="uq_note_revisions_note_version"),
     )
-    op.create_index("ix_note_revisions_replaced", "note_revisions", ["replaced_at"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_note_revisions_replaced", table_name="note_revisions")
     op.drop_table("note_revisions")
     # Plain DROP COLUMN (SQLite >= 3.35): a batch copy of notes would drop its FTS triggers.
     op.drop_column("notes", "changed_tool")

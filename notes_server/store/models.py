@@ -69,10 +69,10 @@ revisions_table = Table(
     Column("changed_at", TZ, nullable=False),
     Column("principal", String(200), nullable=True),
     Column("tool", String(100), nullable=True),
-    # When the next version replaced it: what `history prune --older-than` compares.
+    # When the next version replaced it: what `history prune --older-than` compares (no index:
+    # prune is a rare operator command, and every note write would pay for one).
     Column("replaced_at", TZ, nullable=False),
     UniqueConstraint("note_id", "version", name="uq_note_revisions_note_version"),
-    Index("ix_note_revisions_replaced", "replaced_at"),
 )
 
 grants_table = Table(

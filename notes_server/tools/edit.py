@@ -11,15 +11,12 @@ refused. A write that loses a race to a concurrent transaction (PostgreSQL) runs
 
 from __future__ import annotations
 
-import difflib
-import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.create import MAX_BODY
-from notes_server.tools.outline import Heading, line_of, outline
-from notes_server.tools.read import SECTION, select_section
+from notes_server.tools.read import SECTION
 from notes_server.tools.scope import contain, owned_note
 from notes_server.tools.titles import argument_error
 from notes_server.tools.views import (
@@ -34,6 +31,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from notes_server.store.notes import NoteRecord
+    from notes_server.tools.sections import Edit
 
 MAX_EDITS = 100
 # Attempts of the whole transaction when a concurrent writer won the version (PostgreSQL).
@@ -70,20 +68,6 @@ EDIT_OUTPUT: dict[str, Any] = {
 }
 
 
-class TextEdit(NamedTuple):
-    old: str
-    new: str
-
-
-class SectionEdit(NamedTuple):
-    section: str
-    action: str
-    text: str
-
-
-Edit = TextEdit | SectionEdit
-
-
 class _Lost(Exception):
     """The row changed between the read and the write: run the transaction again."""
 
@@ -91,6 +75,7 @@ class _Lost(Exception):
 def parse_edits(tool: str, raw: Any) -> list[Edit]:
     """The edits argument, checked item by item (-32602 naming the item)."""
     from notes_server.tools.schema import validate
+    from notes_server.tools.sections import SectionEdit, TextEdit
 
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_EDITS:
         raise argument_error(tool, "edits", f"must be a list of 1 to {MAX_EDITS} edits")
@@ -112,128 +97,6 @@ def parse_edits(tool: str, raw: Any) -> list[Edit]:
         field, _, reason = problem.partition(" ")
         raise argument_error(tool, field, reason)
     return edits
-
-
-def occurrences(body: str, text: str, cap: int = 1000) -> list[int]:
-    """Start offsets of every (possibly overlapping) occurrence, at most `cap`."""
-    found: list[int] = []
-    at = body.find(text)
-    while at >= 0 and len(found) < cap:
-        found.append(at)
-        at = body.find(text, at + 1)
-    return found
-
-
-def _block(body: str, at: int, end: int, text: str) -> str:
-    """body[:at] + text + body[end:], the text on lines of its own."""
-    if not text:
-        return body[:at] + body[end:]
-    if at > 0 and body[at - 1] != "\n":
-        text = "\n" + text
-    # A line of its own before what follows; at the end, as the note ended (newline or not).
-    if not text.endswith("\n") and (end < len(body) or body.endswith("\n")):
-        text += "\n"
-    return body[:at] + text + body[end:]
-
-
-def apply_section(body: str, heading: Heading, action: str, text: str) -> str:
-    if action == "replace":
-        return _block(body, heading.content_offset, heading.end, text)
-    if action == "prepend":
-        return _block(body, heading.content_offset, heading.content_offset, text)
-    # append: after the section's last non-blank line, before its trailing blank lines
-    content = body[heading.content_offset : heading.end]
-    at = heading.content_offset + len(content.rstrip())
-    if at < heading.end and body[at] == "\n":
-        at += 1
-    return _block(body, at, at, text)
-
-
-def apply_edits(
-    tool: str, body: str, edits: list[Edit], base: str | None, versions: tuple[int, int]
-) -> str:
-    """The body after every edit, in order; `base` (the body at expectedVersion, when others
-    wrote since) must agree with `body` on every section edited."""
-    for number, edit in enumerate(edits, start=1):
-        if isinstance(edit, TextEdit):
-            body = _apply_text(body, edit, number)
-            continue
-        headings = outline(body)
-        heading = select_section(tool, body, headings, edit.section)
-        if base is not None:
-            _check_unchanged(base, body, heading, edit.section, versions)
-        body = apply_section(body, heading, edit.action, edit.text)
-    return body
-
-
-def _apply_text(body: str, edit: TextEdit, number: int) -> str:
-    found = occurrences(body, edit.old)
-    if len(found) != 1:
-        lines = sorted({line_of(body, at) for at in found})
-        where = "" if not lines else " (lines " + ", ".join(map(str, lines[:50])) + ")"
-        raise ToolFailure(
-            f"Edit {number}: oldText occurs {len(found)} times{where}; it must occur exactly "
-            "once. Nothing was changed: "
-            + (
-                "read the note again and copy the text exactly."
-                if not found
-                else "include more of the surrounding text to make it unique."
-            ),
-            {"edit": number, "occurrences": len(found), "lines": lines},
-        )
-    at = found[0]
-    return body[:at] + edit.new + body[at + len(edit.old) :]
-
-
-def _check_unchanged(
-    base: str, body: str, heading: Heading, section: str, versions: tuple[int, int]
-) -> None:
-    expected, current = versions
-    before = next((h for h in outline(base) if h.address == heading.address), None)
-    if before is None or base[before.offset : before.end] != body[heading.offset : heading.end]:
-        raise ToolFailure(
-            f"Edit conflict: section {section!r} changed after version {expected} (the note "
-            f"is at version {current}). Nothing was changed: read it again and retry with "
-            f"expectedVersion {current}.",
-            {"conflict": section, "currentVersion": current},
-        )
-
-
-def unified_diff(path: str, old: str, new: str, versions: tuple[int, int]) -> str:
-    """difflib's unified diff, run only on the lines between the common head and tail (plus
-    the context lines): one section changed in a 100 KB note costs what that section costs."""
-    before = old.splitlines(keepends=True)
-    after = new.splitlines(keepends=True)
-    shortest = min(len(before), len(after))
-    head = 0
-    while head < shortest and before[head] == after[head]:
-        head += 1
-    tail = 0
-    while tail < shortest - head and before[-1 - tail] == after[-1 - tail]:
-        tail += 1
-    skip = max(0, head - CONTEXT)
-    keep_tail = max(0, tail - CONTEXT)
-    lines = list(
-        difflib.unified_diff(
-            before[skip : len(before) - keep_tail],
-            after[skip : len(after) - keep_tail],
-            fromfile=f"a/{path}@{versions[0]}",
-            tofile=f"b/{path}@{versions[1]}",
-            n=CONTEXT,
-        )
-    )
-    if skip:
-        lines = [_HUNK.sub(lambda m: _shifted(m, skip), line, count=1) for line in lines]
-    return "".join(lines)
-
-
-CONTEXT = 3
-_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
-
-
-def _shifted(match: re.Match[str], by: int) -> str:
-    old_start, old_len, new_start, new_len = match.groups()
-    return f"@@ -{int(old_start) + by}{old_len} +{int(new_start) + by}{new_len} @@"
 
 
 class EditNote(Tool):
@@ -278,6 +141,7 @@ class EditNote(Tool):
     def _once(self, ctx: CallContext, args: dict[str, Any], edits: list[Edit]) -> ToolResult:
         from notes_server.store import notes
         from notes_server.store.engine import write_tx
+        from notes_server.tools.sections import apply_edits, unified_diff
 
         with write_tx(self.services.engine) as conn:
             workspace, note, _ = owned_note(

@@ -3,7 +3,6 @@ current again, as a new version: a write, not a destructive action; audited)."""
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
@@ -72,6 +71,8 @@ REVERT_OUTPUT: dict[str, Any] = {
 
 def line_changes(old: str | None, new: str) -> tuple[int, int]:
     """(lines added, lines removed) from `old` to `new` (None: everything is added)."""
+    import difflib
+
     after = new.splitlines()
     if old is None:
         return len(after), 0

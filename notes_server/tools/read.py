@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.outline import BadAddress, Heading, find_section, outline
 from notes_server.tools.scope import owned_note
-from notes_server.tools.titles import argument_error
 from notes_server.tools.views import (
     NOTE_ID,
     NOTE_SCHEMA,
@@ -59,29 +57,6 @@ READ_OUTPUT: dict[str, Any] = {
     },
     "required": ["note", "outline", "bodyLength", "offset", "truncated"],
 }
-
-
-def headings_listed(headings: list[Heading]) -> str:
-    if not headings:
-        return "The note has no headings."
-    shown = ", ".join(repr(h.address) for h in headings[:50])
-    more = "" if len(headings) <= 50 else f" and {len(headings) - 50} more"
-    return f"Its headings: {shown}{more}."
-
-
-def select_section(tool: str, body: str, headings: list[Heading], address: str) -> Heading:
-    """The section an address names; -32602 for an unreadable address, isError (listing the
-    headings) for one the note does not have."""
-    try:
-        found = find_section(headings, address)
-    except BadAddress as exc:
-        raise argument_error(tool, "section", f"is not a section address: {exc}") from None
-    if found is None:
-        raise ToolFailure(
-            f"No section {address!r} in this note. {headings_listed(headings)}",
-            {"headings": [h.as_json() for h in headings]},
-        )
-    return found
 
 
 class ReadNote(Tool):
@@ -153,6 +128,10 @@ class ReadNote(Tool):
         return found
 
     def bounded(self, note: NoteRecord, uri: str, args: dict[str, Any]) -> dict[str, Any]:
+        # Loaded on the first read, not at every start (cold start answers tools/list first).
+        from notes_server.tools.outline import outline
+        from notes_server.tools.sections import select_section
+
         body = note.body
         headings = outline(body)
         start, end = 0, len(body)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -168,7 +168,6 @@ def sqlite_size(path: Path) -> tuple[int, int]:
         try:
             table = conn.execute(
                 "SELECT sum(pgsize) FROM dbstat WHERE name IN ('note_revisions', "
-                "'uq_note_revisions_note_version', 'ix_note_revisions_replaced', "
                 "'sqlite_autoindex_note_revisions_1')"
             ).fetchone()[0]
         except sqlite3.OperationalError:  # dbstat not compiled in
@@ -176,90 +175,88 @@ def sqlite_size(path: Path) -> tuple[int, int]:
     return path.stat().st_size, int(table or 0)
 
 
-def disk_report(args: argparse.Namespace) -> None:
-    rng = random.Random(7)
+def sqlite_disk(edits: int) -> tuple[int, int]:
+    """(database file growth, bytes of note_revisions and its index) for `edits` edits."""
     with sqlite_db() as (url, path):
         bench = Bench(url)
         bench.create("warm", "x")
         before, _ = sqlite_size(path)
-        edits_disk(bench, args.edits, rng)
+        edits_disk(bench, edits, random.Random(7))
         bench.close()
         after, table = sqlite_size(path)
-    print(
-        f"SQLite: {args.edits} edits of a 10 KB note: database file +{(after - before) / 1e6:.2f}"
-        f" MB; note_revisions and its indexes {table / 1e6:.2f} MB "
-        f"({table / args.edits / 1000:.1f} KB per revision)"
-    )
-    if args.pg:
-        pg_disk(args, random.Random(7))
+    return after - before, table
 
 
-def pg_disk(args: argparse.Namespace, rng: random.Random) -> None:
+def pg_disk(admin: str, edits: int) -> int:
+    """Bytes of note_revisions (TOAST and indexes included) after `edits` edits."""
     from sqlalchemy import create_engine, text
+    from sqlalchemy.engine.url import make_url
 
-    admin = create_engine(args.pg, isolation_level="AUTOCOMMIT")
-    name = f"history_cost_{int(time.time())}"
-    with admin.connect() as conn:
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    name = f"history_cost_{int(time.time() * 1000)}"
+    with engine.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = args.pg.rsplit("/", 1)[0] + "/" + name
+    url = make_url(admin).set(database=name).render_as_string(hide_password=False)
     try:
         bench = Bench(url)
-        edits_disk(bench, args.edits, rng)
+        edits_disk(bench, edits, random.Random(7))
         with bench.engine.connect() as conn:
-            size = int(
-                conn.execute(text("SELECT pg_total_relation_size('note_revisions')")).scalar_one()
-            )
+            query = text("SELECT pg_total_relation_size('note_revisions')")
+            size = int(conn.execute(query).scalar_one())
         bench.close()
-        print(
-            f"PostgreSQL: {args.edits} edits of a 10 KB note: note_revisions with TOAST and "
-            f"indexes {size / 1e6:.2f} MB ({size / args.edits / 1000:.1f} KB per revision)"
-        )
+        return size
     finally:
-        with admin.connect() as conn:
+        with engine.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        engine.dispose()
 
 
-def latency_report(args: argparse.Namespace) -> None:
+class Latencies(NamedTuple):
+    section_edit: list[float]
+    whole_update: list[float]
+    update_kept: list[float]
+    update_bare: list[float]
+
+
+def latencies(calls: int) -> Latencies:
+    """Section edits of a 100 KB note beside whole-body updates of it, and 1 KB updates with
+    and without the revision step, in alternating rounds (a busy moment hits both)."""
     from notes_server.store import history
 
     rng = random.Random(11)
+    rounds = 10
+    n = max(1, calls // rounds)
     with sqlite_db() as (url, _):
         bench = Bench(url)
         big = bench.create("Hundred kilobytes", sectioned(rng, 100_000, 50))
+        body = {"text": ""}
+
+        def current() -> str:
+            args = {"workspaceUri": WS, "noteId": big, "limit": 1_000_000}
+            return str(bench.call("notes_read", args)["note"]["body"])
 
         def section_edit(i: int) -> Callable[[], object]:
             edit = {"section": f"Section {i % 50}", "action": "append", "text": f"line {i}"}
             arguments = {"workspaceUri": WS, "noteId": big, "edits": [edit]}
             return lambda: bench.call("notes_edit", arguments)
 
-        body = {"text": ""}
-
         def whole_update(i: int) -> Callable[[], object]:
-            # The peer: the same change sent as a whole-body notes_update.
+            # The peer: the same kind of change sent as a whole-body notes_update.
             def run() -> object:
-                edited = body["text"].replace("\n\n## Section 1\n", f"\nu{i}\n\n## Section 1\n")
-                body["text"] = edited
-                arguments = {"workspaceUri": WS, "noteId": big, "body": edited}
+                marker = f"## Section {i % 50}\n"
+                body["text"] = body["text"].replace(marker, f"{marker}u{i}\n", 1)
+                arguments = {"workspaceUri": WS, "noteId": big, "body": body["text"]}
                 return bench.call("notes_update", arguments)
 
             return run
 
-        timed(section_edit(i) for i in range(50))  # warm-up
-        body["text"] = bench.call(
-            "notes_read", {"workspaceUri": WS, "noteId": big, "limit": 1_000_000}
-        )["note"]["body"]
+        timed(section_edit(i) for i in range(20))  # warm-up
         edits: list[float] = []
         updates: list[float] = []
-        for round_ in range(10):
-            n = args.calls // 10
-            edits.extend(timed(section_edit(round_ * n + i) for i in range(n)))
-            body["text"] = bench.call(
-                "notes_read", {"workspaceUri": WS, "noteId": big, "limit": 1_000_000}
-            )["note"]["body"]
-            updates.extend(timed(whole_update(round_ * n + i) for i in range(n)))
-        print(f"notes_edit of one section of a 100 KB note (SQLite): {summary(edits)}")
-        print(f"notes_update of the same note, whole body sent (SQLite): {summary(updates)}")
+        for r in range(rounds):
+            edits.extend(timed(section_edit(r * n + i) for i in range(n)))
+            body["text"] = current()
+            updates.extend(timed(whole_update(r * n + i) for i in range(n)))
 
         small = bench.create("Small", paragraph(rng, 1000))
 
@@ -274,18 +271,65 @@ def latency_report(args: argparse.Namespace) -> None:
 
         kept: list[float] = []
         bare: list[float] = []
-        timed(update(i) for i in range(50))
-        for round_ in range(10):
-            for with_history in (True, False) if round_ % 2 == 0 else (False, True):
-                history.keep_revision = keep if with_history else without  # type: ignore[assignment]
-                laps = timed(update(i) for i in range(args.calls // 10))
-                (kept if with_history else bare).extend(laps)
-        history.keep_revision = keep  # type: ignore[assignment]
+        timed(update(i) for i in range(20))
+        try:
+            for r in range(rounds):
+                for with_history in (True, False) if r % 2 == 0 else (False, True):
+                    history.keep_revision = keep if with_history else without  # type: ignore[assignment]
+                    (kept if with_history else bare).extend(timed(update(i) for i in range(n)))
+        finally:
+            history.keep_revision = keep  # type: ignore[assignment]
         bench.close()
-    ratio = statistics.median(kept) / statistics.median(bare)
-    print(f"notes_update of a 1 KB note, revision kept: {summary(kept)}")
-    print(f"notes_update of a 1 KB note, revision step off: {summary(bare)}")
-    print(f"ratio kept / off (p50): {ratio:.2f}")
+    return Latencies(edits, updates, kept, bare)
+
+
+def p50(laps: list[float]) -> float:
+    return statistics.median(laps)
+
+
+def run(results: Any, *, edits: int, calls: int, pg_admin: str | None) -> None:
+    """The suite of `scripts/bench`: one side table and two checks."""
+    from bench_lib.results import Check
+
+    growth, table = sqlite_disk(edits)
+    pg_size = None if pg_admin is None else pg_disk(pg_admin, edits)
+    lat = latencies(calls)
+    rows = [
+        [
+            f"{edits:,} section edits of a 10 KB note, on disk (SQLite)",
+            f"file +{growth / 1e6:.2f} MB; note_revisions {table / 1e6:.2f} MB "
+            f"({table / edits / 1000:.1f} KB per version kept, full text)",
+        ],
+        [
+            f"{edits:,} section edits of a 10 KB note, on disk (PostgreSQL)",
+            "not measured (no server)"
+            if pg_size is None
+            else f"note_revisions {pg_size / 1e6:.2f} MB ({pg_size / edits / 1000:.1f} KB per "
+            "version kept; TOAST compresses the text)",
+        ],
+        ["`notes_edit` of one section of a 100 KB note (SQLite)", summary(lat.section_edit)],
+        ["`notes_update` of that note, whole body (SQLite)", summary(lat.whole_update)],
+        ["`notes_update` of a 1 KB note, version kept (SQLite)", summary(lat.update_kept)],
+        ["`notes_update` of a 1 KB note, history step off (SQLite)", summary(lat.update_bare)],
+    ]
+    results.tables["Note history (in-process, `handle_raw`)"] = (["measurement", "result"], rows)
+    edit_p50 = p50(lat.section_edit)
+    ratio = p50(lat.update_kept) / p50(lat.update_bare)
+    results.checks.append(
+        Check(
+            "`notes_edit` of one section of a 100 KB note: p50 < 5 ms",
+            f"{edit_p50:.2f} ms (whole-body `notes_update` of the same note: "
+            f"{p50(lat.whole_update):.2f} ms)",
+            edit_p50 < 5.0,
+        )
+    )
+    results.checks.append(
+        Check(
+            "`notes_update` with its version kept at most 15% slower than without",
+            f"{ratio:.2f}x (p50 {p50(lat.update_kept):.3f} vs {p50(lat.update_bare):.3f} ms)",
+            ratio <= 1.15,
+        )
+    )
 
 
 def main() -> None:
@@ -294,8 +338,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pg", default=None, help="an admin URL, e.g. postgresql+psycopg://...")
     args = parser.parse_args()
-    disk_report(args)
-    latency_report(args)
+    from bench_lib.results import Results
+
+    results = Results(quick=False)
+    run(results, edits=args.edits, calls=args.calls, pg_admin=args.pg)
+    for _title, (_header, rows) in results.tables.items():
+        for name, value in rows:
+            print(f"{name}: {value}")
+    for check in results.checks:
+        print(f"{check.target}: {check.value} ({'met' if check.met else 'missed'})")
 
 
 if __name__ == "__main__":
