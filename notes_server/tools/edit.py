@@ -11,6 +11,7 @@ refused. A write that loses a race to a concurrent transaction (PostgreSQL) runs
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
@@ -69,7 +70,12 @@ EDIT_OUTPUT: dict[str, Any] = {
 
 
 class _Lost(Exception):
-    """The row changed between the read and the write: run the transaction again."""
+    """The row changed between the read and the write: run the transaction again, with the
+    version this attempt edited as the base (as if the caller had passed expectedVersion)."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 def parse_edits(tool: str, raw: Any) -> list[Edit]:
@@ -131,14 +137,17 @@ class EditNote(Tool):
         from notes_server.store.engine import retrying
 
         edits = parse_edits(self.name, args["edits"])
+        expected: int | None = args.get("expectedVersion")
         for _ in range(ATTEMPTS):
             try:
-                return retrying(lambda: self._once(ctx, args, edits))
-            except _Lost:
-                continue
+                return retrying(partial(self._once, ctx, args, edits, expected))
+            except _Lost as lost:
+                expected = lost.version if expected is None else expected
         raise ToolFailure("The note kept changing while editing it; nothing was changed.")
 
-    def _once(self, ctx: CallContext, args: dict[str, Any], edits: list[Edit]) -> ToolResult:
+    def _once(
+        self, ctx: CallContext, args: dict[str, Any], edits: list[Edit], pinned: int | None
+    ) -> ToolResult:
         from notes_server.store import notes
         from notes_server.store.engine import write_tx
         from notes_server.tools.sections import apply_edits, unified_diff
@@ -147,7 +156,7 @@ class EditNote(Tool):
             workspace, note, _ = owned_note(
                 conn, ctx, args["workspaceUri"], args["noteId"], write=True
             )
-            expected = args.get("expectedVersion", note.version)
+            expected = note.version if pinned is None else pinned
             base = self._base(conn, note, expected)
             body = apply_edits(self.name, note.body, edits, base, (expected, note.version))
             if len(body) > MAX_BODY:
@@ -162,7 +171,7 @@ class EditNote(Tool):
                     conn, note, now=self.services.clock(), author=author, body=body
                 )
                 if changed is None:
-                    raise _Lost
+                    raise _Lost(note.version)
                 updated = changed
             uri = contain(workspace, updated)
         result: dict[str, Any] = {
