@@ -10,11 +10,12 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from notes_server.store import history
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.notes import COLUMNS, NoteRecord, insert_row, title_key
+from notes_server.store.notes import COLUMNS, Author, NoteRecord, insert_row, update_fields
 
 # Built once: constructing a Core statement per row cost more than running it.
 _INSERT_EXTRA = insert(front)
@@ -59,6 +60,7 @@ def insert_imported(
     created: datetime,
     updated: datetime,
     extra: str,
+    author: Author | None = None,
 ) -> NoteRecord:
     """A new note with the file's timestamps and its kept front matter, in one place so that
     no importer forgets the latter; PathConflict if the path is taken."""
@@ -70,30 +72,34 @@ def insert_imported(
         body=body,
         created=created,
         updated=updated,
+        author=author,
     )
     set_extra(conn, note.id, extra, new=True)
     return note
 
 
 def replace_content(
-    conn: Connection, note: NoteRecord, *, title: str, body: str, updated: datetime
+    conn: Connection,
+    note: NoteRecord,
+    *,
+    title: str,
+    body: str,
+    updated: datetime,
+    now: datetime | None = None,
+    author: Author | None = None,
 ) -> NoteRecord | None:
-    """Optimistic: new title and body if the row still has ``note.version`` (else None)."""
-    result = conn.execute(
-        update(notes)
-        .where(notes.c.id == note.id, notes.c.version == note.version)
-        .values(
-            title=title,
-            title_key=title_key(title),
-            body=body,
-            updated_at=updated,
-            version=note.version + 1,
-        )
+    """Optimistic: new title and body (the file's time as updated_at) if the row still has
+    ``note.version`` (else None); the replaced version is kept in the history, replaced at
+    ``now`` (default: ``updated``)."""
+    return update_fields(
+        conn,
+        note,
+        now=updated if now is None else now,
+        author=author,
+        updated_at=updated,
+        title=title,
+        body=body,
     )
-    if result.rowcount != 1:
-        return None
-    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    return None if row is None else NoteRecord.from_row(row)
 
 
 def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
@@ -102,6 +108,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     )
     if result.rowcount == 1:
         conn.execute(delete(front).where(front.c.note_id == note.id))
+        history.forget(conn, [note.id])
         return True
     return False
 
@@ -187,24 +194,20 @@ def forget_sync(conn: Connection, workspace: str, folder: str, note_id: str) -> 
     conn.execute(_FORGET_SYNC, {"ws": workspace, "folder": folder, "note": note_id})
 
 
-def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | None:
-    """Optimistic rename of a note's path (a file renamed on disk); None if it changed or the
-    path is taken."""
+def move_note(
+    conn: Connection, note: NoteRecord, path: str, *, now: datetime, author: Author
+) -> NoteRecord | None:
+    """Optimistic rename of a note's path (a file renamed on disk, updated_at kept); None if it
+    changed or the path is taken. The previous version is kept in the history."""
     from sqlalchemy.exc import IntegrityError
 
     try:
         with conn.begin_nested():
-            result = conn.execute(
-                update(notes)
-                .where(notes.c.id == note.id, notes.c.version == note.version)
-                .values(path=path, version=note.version + 1)
+            return update_fields(
+                conn, note, now=now, author=author, updated_at=note.updated_at, path=path
             )
     except IntegrityError:
         return None
-    if result.rowcount != 1:
-        return None
-    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    return None if row is None else NoteRecord.from_row(row)
 
 
 def set_mirror(

@@ -32,6 +32,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from notes_server.store import history
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
@@ -176,6 +177,13 @@ class Granted(NamedTuple):
     note: NoteRecord | None
 
 
+class Author(NamedTuple):
+    """Who changes a note and with which tool: kept with the version it writes (history)."""
+
+    principal: str
+    tool: str
+
+
 class PathConflict(Exception):
     """Another note already has this (workspace, path)."""
 
@@ -195,7 +203,15 @@ class NoteStore(Protocol):
     """The notes aggregate, as tools and the CLI use it."""
 
     def insert(
-        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+        self,
+        conn: Connection,
+        *,
+        workspace: str,
+        path: str,
+        title: str,
+        body: str,
+        now: datetime,
+        author: Author | None = None,
     ) -> NoteRecord: ...
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None: ...
@@ -211,7 +227,14 @@ class NoteStore(Protocol):
     ) -> tuple[list[NoteRecord], int]: ...
 
     def update_fields(
-        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+        self,
+        conn: Connection,
+        note: NoteRecord,
+        *,
+        now: datetime,
+        author: Author | None = None,
+        updated_at: datetime | None = None,
+        **fields: Any,
     ) -> NoteRecord | None: ...
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool: ...
@@ -226,6 +249,7 @@ def insert_row(
     body: str,
     created: datetime,
     updated: datetime,
+    author: Author | None = None,
 ) -> NoteRecord:
     """A new live note at version 1 (portable Core); PathConflict if the path is taken. Tools
     create with one timestamp; the folder importer keeps the file's two."""
@@ -242,6 +266,8 @@ def insert_row(
         "version": 1,
         "archived": False,
         "archived_at": None,
+        "changed_by": None if author is None else author.principal,
+        "changed_tool": None if author is None else author.tool,
     }
     try:
         with conn.begin_nested():
@@ -258,10 +284,25 @@ class CoreNotes(CoreRun):
     _candidates = _CANDIDATES
 
     def insert(
-        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+        self,
+        conn: Connection,
+        *,
+        workspace: str,
+        path: str,
+        title: str,
+        body: str,
+        now: datetime,
+        author: Author | None = None,
     ) -> NoteRecord:
         return insert_row(
-            conn, workspace=workspace, path=path, title=title, body=body, created=now, updated=now
+            conn,
+            workspace=workspace,
+            path=path,
+            title=title,
+            body=body,
+            created=now,
+            updated=now,
+            author=author,
         )
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
@@ -293,15 +334,32 @@ class CoreNotes(CoreRun):
         return [self._record(r) for r in rows], total
 
     def update_fields(
-        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+        self,
+        conn: Connection,
+        note: NoteRecord,
+        *,
+        now: datetime,
+        author: Author | None = None,
+        updated_at: datetime | None = None,
+        **fields: Any,
     ) -> NoteRecord | None:
+        # The version being replaced goes into the history first, in this transaction; if the
+        # row is no longer at note.version (or a racing writer kept it), nothing is written.
+        if not history.keep_revision(conn, note.id, note.version, now):
+            return None
         values = dict(fields)
         if "title" in values:
             values["title_key"] = title_key(values["title"])
         result = conn.execute(
             update(notes)
             .where(notes.c.id == note.id, notes.c.version == note.version)
-            .values(version=note.version + 1, updated_at=now, **values)
+            .values(
+                version=note.version + 1,
+                updated_at=now if updated_at is None else updated_at,
+                changed_by=None if author is None else author.principal,
+                changed_tool=None if author is None else author.tool,
+                **values,
+            )
         )
         if result.rowcount != 1:
             return None
@@ -336,9 +394,18 @@ def store(conn: Connection) -> NoteStore:
 
 
 def insert_note(
-    conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+    conn: Connection,
+    *,
+    workspace: str,
+    path: str,
+    title: str,
+    body: str,
+    now: datetime,
+    author: Author | None = None,
 ) -> NoteRecord:
-    return store(conn).insert(conn, workspace=workspace, path=path, title=title, body=body, now=now)
+    return store(conn).insert(
+        conn, workspace=workspace, path=path, title=title, body=body, now=now, author=author
+    )
 
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
@@ -367,11 +434,26 @@ def find_candidates(
 
 
 def update_fields(
-    conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+    conn: Connection,
+    note: NoteRecord,
+    *,
+    now: datetime,
+    author: Author | None = None,
+    updated_at: datetime | None = None,
+    **fields: Any,
 ) -> NoteRecord | None:
-    """Optimistic update: applies only if the row still has `note.version`."""
-    return store(conn).update_fields(conn, note, now=now, **fields)
+    """THE write of a note row (every tool, folder import and sync, revert): optimistic, it
+    applies only if the row still has `note.version`, and keeps that version in the history
+    (`history.keep_revision`) in the same transaction. `updated_at` defaults to `now` (the
+    folder importer passes the file's time)."""
+    return store(conn).update_fields(
+        conn, note, now=now, author=author, updated_at=updated_at, **fields
+    )
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    return store(conn).delete(conn, note)
+    """A permanent delete: the note and its whole history go together."""
+    if not store(conn).delete(conn, note):
+        return False
+    history.forget(conn, [note.id])
+    return True

@@ -53,7 +53,12 @@ class MoveNote(Tool):
                     f"A note already exists at path {path!r} in the target workspace."
                 )
             moved = notes.update_fields(
-                conn, note, now=self.services.clock(), workspace=target.uri, path=path
+                conn,
+                note,
+                now=self.services.clock(),
+                author=notes.Author(ctx.principal, self.name),
+                workspace=target.uri,
+                path=path,
             )
             if moved is None:
                 raise ToolFailure("The note changed while moving it; try again.")

@@ -56,7 +56,10 @@ class UpdateNote(Tool):
             expected = args.get("expectedVersion")
             if expected is not None and expected != note.version:
                 raise version_conflict(note.id, note.version, expected)
-            updated = notes.update_fields(conn, note, now=self.services.clock(), **changes)
+            author = notes.Author(ctx.principal, self.name)
+            updated = notes.update_fields(
+                conn, note, now=self.services.clock(), author=author, **changes
+            )
             if updated is None:
                 raise version_conflict(note.id, note.version + 1, note.version)
             uri = contain(workspace, updated)

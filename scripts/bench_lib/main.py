@@ -17,6 +17,7 @@ from bench_lib import (
     completion,
     datasets,
     deletes,
+    history_cost,
     http_bench,
     http_load,
     legacy_http_load,
@@ -28,7 +29,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "history")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Plan:
     pg_reps: int
     pg_seconds: float
     pg_search_notes: int
+    history_edits: int
+    history_calls: int
 
 
 FULL = Plan(
@@ -84,6 +87,8 @@ FULL = Plan(
     pg_reps=3,
     pg_seconds=3.0,
     pg_search_notes=100_000,
+    history_edits=1000,
+    history_calls=1000,
 )
 QUICK = Plan(
     cold_reps=2,
@@ -110,6 +115,8 @@ QUICK = Plan(
     pg_reps=1,
     pg_seconds=1.0,
     pg_search_notes=10_000,
+    history_edits=50,
+    history_calls=50,
 )
 
 
@@ -304,6 +311,18 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             search_queries=plan.search_queries,
         )
         results.timings["postgresql"] = time.perf_counter() - t0
+    if "history" in only:
+        t0 = time.perf_counter()
+        problem = pg.reachable()
+        if problem is not None:
+            results.notes.append(f"note history on PostgreSQL not measured: {problem}")
+        history_cost.run(
+            results,
+            edits=plan.history_edits,
+            calls=plan.history_calls,
+            pg_admin=None if problem is not None else pg.admin_url(),
+        )
+        results.timings["note history"] = time.perf_counter() - t0
 
 
 def _summary(results: Results, plan: Plan) -> dict[str, object]:

@@ -281,3 +281,29 @@ def test_a_byte_order_mark_does_not_hide_the_front_matter(run: Run, vault: Path,
     import_json(run, vault)
 
     assert [(r[2], r[3]) for r in rows(db)] == [("With BOM", "body\n")]
+
+
+def revisions(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT path, version, body, front_matter, principal, tool FROM note_revisions "
+            "ORDER BY path, version"
+        ).fetchall()
+
+
+def test_an_overwriting_import_keeps_the_replaced_version_in_the_history(
+    run: Run, vault: Path, db: Path
+) -> None:
+    (vault / "a.md").write_text("---\nauthor: me\n---\nfirst\n", "utf-8")
+    import_json(run, vault)
+    (vault / "a.md").write_text("---\nauthor: you\n---\nsecond\n", "utf-8")
+
+    import_json(run, vault, "--on-conflict", "overwrite")
+
+    assert [(r[1], r[3], r[6]) for r in rows(db)] == [("a.md", "second\n", 2)]
+    [kept] = revisions(db)
+    assert kept[:4] == ("a.md", 1, "first\n", "author: me\n")
+    assert kept[5] == "import"
+    with sqlite3.connect(db) as conn:
+        author = conn.execute("SELECT changed_by, changed_tool FROM notes").fetchone()
+    assert author[1] == "import" and author[0] == kept[4]

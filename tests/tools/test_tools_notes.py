@@ -190,7 +190,13 @@ def test_read_returns_the_note(call_tool: Call, server: McpServer, notes_ws: str
 
     result = tool_result(call_tool("notes_read", {"workspaceUri": NOTES, "noteId": note["id"]}))
 
-    assert result["structuredContent"] == {"note": note}
+    assert result["structuredContent"] == {
+        "note": note,
+        "outline": [],
+        "bodyLength": 8,
+        "offset": 0,
+        "truncated": False,
+    }
     assert validate(result["structuredContent"], output_schema(server, "notes_read")) is None
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
 
