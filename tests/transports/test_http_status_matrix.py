@@ -79,6 +79,10 @@ def _allow_post_and_delete(response: httpx.Response) -> None:
     assert sorted(response.headers["allow"].split(", ")) == ["DELETE", "POST"]
 
 
+def _allow_post(response: httpx.Response) -> None:
+    assert response.headers["allow"] == "POST"
+
+
 def _data(expected: dict[str, Any]) -> Callable[[httpx.Response], None]:
     def check(response: httpx.Response) -> None:
         assert response.json()["error"]["data"] == expected
@@ -215,10 +219,37 @@ CASES = [
         set={"Mcp-Session-Id": "abc"},
         check=_no_session,
     ),
-    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session, so
-    # without a session id it is a bad request (it was 405 before legacy HTTP sessions).
-    case("get-is-not-allowed", DISCOVER, 405, None, method="GET", check=_allow_post_and_delete),
-    case("delete-without-a-session-is-refused", DISCOVER, 400, -32600, method="DELETE"),
+    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session; a
+    # 2026-07-28 client has none, so its GET and DELETE are 405 naming POST only, and a bare
+    # DELETE (no version header) without a session id is a bad request.
+    case("modern-get-is-not-allowed", DISCOVER, 405, -32600, method="GET", check=_allow_post),
+    case(
+        "bare-get-is-not-allowed",
+        DISCOVER,
+        405,
+        -32600,
+        method="GET",
+        drop=["MCP-Protocol-Version"],
+        check=_allow_post_and_delete,
+    ),
+    case("modern-delete-is-not-allowed", DISCOVER, 405, -32600, method="DELETE", check=_allow_post),
+    case(
+        "modern-delete-with-a-session-id-is-not-allowed",
+        DISCOVER,
+        405,
+        -32600,
+        method="DELETE",
+        set={"Mcp-Session-Id": "abc"},
+        check=_allow_post,
+    ),
+    case(
+        "bare-delete-without-a-session-is-refused",
+        DISCOVER,
+        400,
+        -32600,
+        method="DELETE",
+        drop=["MCP-Protocol-Version"],
+    ),
     case("wrong-content-type", DISCOVER, 415, -32600, set={"Content-Type": "text/plain"}),
     case("accept-without-event-stream", DISCOVER, 406, -32600, set={"Accept": "application/json"}),
     Case(
