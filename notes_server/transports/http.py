@@ -40,6 +40,7 @@ from notes_server.transports.http_endpoint import (
     PublicRoute,
     mcp_routes,
     metadata_routes,
+    refusal_routes,
 )
 from notes_server.transports.http_errors import ErrorMiddleware
 from notes_server.transports.http_fastpath import McpPostFastPath
@@ -122,7 +123,7 @@ def build_http_app(
             pool.close()
 
     app = Starlette(
-        routes=routes,
+        routes=[*routes, *refusal_routes(endpoint)],
         middleware=middleware,
         exception_handlers={HTTPException: http_exception},
         lifespan=lifespan,

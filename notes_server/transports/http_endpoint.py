@@ -124,14 +124,17 @@ class McpEndpoint:
         self.legacy = legacy
 
     async def dispatch(self, request: Request) -> ASGIApp:
-        """POST, and (with legacy sessions) DELETE and GET: a modern client's GET or DELETE,
-        and any GET, is 405 naming what that client may use."""
+        """POST, and with legacy sessions DELETE (a modern client's DELETE is 405)."""
         if request.method == "POST":
             return await self.post(request)
         if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
             return not_allowed("POST")
-        if request.method == "DELETE":
-            return await self.legacy.delete(request, principal_of(request.scope))
+        return await self.legacy.delete(request, principal_of(request.scope))
+
+    async def refuse(self, request: Request) -> ASGIApp:
+        """GET (no standalone stream in either era): 405 naming what this client may use."""
+        if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
+            return not_allowed("POST")
         return not_allowed("DELETE, POST")
 
     async def post(self, request: Request) -> ASGIApp:
@@ -210,11 +213,18 @@ def _final(body: bytes, work: asyncio.Future[Reply]) -> bytes:
 
 
 def mcp_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
-    """`POST /mcp`, the Streamable HTTP endpoint (and `DELETE /mcp` with legacy sessions;
-    GET and DELETE reach `dispatch` only to be told which methods the client may use)."""
+    """`POST /mcp`, the Streamable HTTP endpoint (and `DELETE /mcp` with legacy sessions)."""
     if endpoint.legacy is None:
         return [Route(MCP_PATH, endpoint.post, methods=["POST"])]
-    return [Route(MCP_PATH, endpoint.dispatch, methods=["GET", "POST", "DELETE"])]
+    return [Route(MCP_PATH, endpoint.dispatch, methods=["POST", "DELETE"])]
+
+
+def refusal_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
+    """`GET /mcp` with legacy sessions, only to say which methods this client may use. Not
+    among the routes CORS lists in a preflight: nothing is served on GET."""
+    if endpoint.legacy is None:
+        return []  # Starlette's own 405 says `Allow: POST`
+    return [Route(MCP_PATH, endpoint.refuse, methods=["GET"])]
 
 
 def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:

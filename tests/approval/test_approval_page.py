@@ -231,3 +231,27 @@ def test_a_head_request_does_not_spend_the_link(
 
     assert preview.status_code == 405
     assert open_link(browser, link).status_code == 303
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://localhost:3000", "http://127.0.0.1:9999", "http://127.0.0.1", "http://[::1]:8765"],
+)
+def test_another_loopback_origin_cannot_sign_in_on_the_page(
+    link: str, browser: TestClient, alice: str, origin: str
+) -> None:
+    open_link(browser, link)
+    csrf = csrf_of(browser.get("/approval"))
+
+    forged = browser.post(
+        "/approval",
+        data={"csrf": csrf, "token": alice},
+        headers={"Origin": origin},
+        follow_redirects=False,
+    )
+    own = form_post(browser, {"csrf": csrf, "token": alice})  # Origin: the page's own
+
+    assert forged.status_code == 403
+    assert forged.json()["error"]["message"] == "Forbidden: Origin not allowed"
+    assert "set-cookie" not in forged.headers
+    assert own.status_code == 303  # the same form from the page's own origin signs in

@@ -104,3 +104,25 @@ def test_the_listener_refuses_a_foreign_host_header(
     )
 
     assert rebinding.status_code == 403
+
+
+def test_the_listener_takes_form_posts_only_from_its_own_origin(
+    server: ServerProcess, migrated_engine: Engine
+) -> None:
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    params = call_purge(server)["result"]["inputRequests"]["purge_approval"]["params"]
+    origin = f"http://127.0.0.1:{urlsplit(params['url']).port}"
+
+    with httpx.Client(base_url=origin, timeout=30) as browser:
+        assert open_link(browser, params["url"]).status_code == 303
+        code = code_for(server, approval_of(params["url"]))
+        csrf = csrf_of(browser.get("/approval"))
+        forged = browser.post(
+            "/approval",
+            data={"csrf": csrf, "token": code},
+            headers={"Origin": "http://localhost:3000"},
+        )
+        own = form_post(browser, {"csrf": csrf, "token": code})
+
+    assert forged.status_code == 403
+    assert own.status_code == 303
