@@ -9,10 +9,10 @@ have their own bounds (`http_limits`, `http_threads`).
 The server runs uvicorn's `httptools` protocol (the C parser: about a tenth of the CPU of the
 pure-Python `h11` one per request). uvicorn gives it no head size limit, so one is added here
 (MAX_HEAD_BYTES, h11's own default: 431 and close past it), however the head arrives: the bytes
-of a head still incomplete are counted per read, and the parsed request line and headers as
-the parser hands them over, so a head that arrives whole in one read is refused before it is
-dispatched. A response's head and body leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11` protocol
-gets the same deadline (h11 bounds the head size itself).
+of a head still incomplete are counted per read, and a head completed by reads larger than the
+bound is measured before it is dispatched (a whole head in one read). A response's head and
+body leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11`
+protocol gets the same deadline (h11 bounds the size of a head that arrives in pieces).
 """
 
 from __future__ import annotations

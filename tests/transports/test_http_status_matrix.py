@@ -322,3 +322,45 @@ def test_status_and_code(client: httpx.Client, case: Case) -> None:
         assert body["error"]["code"] == case.code
         assert body["id"] == expected_id(case)
     case.check(response)
+
+
+PARAMS_TOO_DEEP = {"code": -32602, "message": "Invalid params: params nest deeper than 64 levels"}
+LEGACY_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
+}
+
+
+def deep_request(levels: int, *, modern: bool) -> bytes:
+    params = make_request("tools/list")["params"] if modern else {}
+    message = {"jsonrpc": "2.0", "id": 84619, "method": "tools/list", "params": params}
+    head = json.dumps(message).encode()[:-2]  # without the closing braces of params and message
+    head += b"," if params else b""
+    return head + b'"x":' + b"[" * levels + b"]" * levels + b"}}"
+
+
+@pytest.mark.parametrize("levels", [100, 5_000])
+def test_params_nested_too_deep_are_400_with_the_requests_id(
+    client: httpx.Client, levels: int
+) -> None:
+    headers = mcp_headers(make_request("tools/list"))
+
+    response = client.post("/mcp", content=deep_request(levels, modern=True), headers=headers)
+
+    assert response.status_code == 400
+    assert response.json() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
+
+
+@pytest.mark.parametrize("levels", [100, 5_000])
+def test_params_nested_too_deep_in_a_legacy_session_are_answered_with_the_id(
+    client: httpx.Client, levels: int
+) -> None:
+    opened = client.post("/mcp", json=LEGACY_INITIALIZE, headers=BASE_HEADERS)
+    session = {**BASE_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+
+    response = client.post("/mcp", content=deep_request(levels, modern=False), headers=session)
+
+    assert response.status_code == 400
+    assert response.json() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
