@@ -102,3 +102,20 @@ def test_a_real_servers_page_takes_form_posts_only_from_its_own_origin(
     assert forged.status_code == 403
     assert forged.json()["error"]["message"] == "Forbidden: Origin not allowed"
     assert own.status_code == 303
+
+
+def test_a_real_server_keeps_a_cancelled_approval_for_a_later_accept(
+    server: HttpServer, migrated_engine: Engine, alice: str
+) -> None:
+    old = add_note(migrated_engine, "old.md", "Old", archived=True)
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as mcp,
+        httpx.Client(base_url=server.url, timeout=30) as browser,
+    ):
+        first = round_of(purge(mcp, alice))
+        cancelled = round_of(purge(mcp, alice, answer="cancel", state=first.state)).result
+        assert approve(browser, first.url, alice).status_code == 200
+        final = round_of(purge(mcp, alice, answer="accept", state=first.state)).result
+
+    assert cancelled["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert final["structuredContent"]["purgedIds"] == [old.id]

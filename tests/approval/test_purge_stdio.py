@@ -16,6 +16,7 @@ from purge_support import (
     WS,
     add_note,
     approval_of,
+    approve_with_code,
     code_for,
     csrf_of,
     form_post,
@@ -126,3 +127,24 @@ def test_the_listener_takes_form_posts_only_from_its_own_origin(
 
     assert forged.status_code == 403
     assert own.status_code == 303
+
+
+def test_a_stdio_cancel_leaves_the_approval_open_and_a_later_accept_purges(
+    server: ServerProcess, migrated_engine: Engine
+) -> None:
+    old = add_note(migrated_engine, "old.md", "Old", archived=True)
+    first = call_purge(server)["result"]
+    state = first["requestState"]
+    url = first["inputRequests"]["purge_approval"]["params"]["url"]
+
+    cancel = {"purge_approval": {"action": "cancel"}}
+    cancelled = call_purge(server, requestState=state, inputResponses=cancel)
+    assert approve_with_code(server, url).status_code == 200
+    accept = {"purge_approval": {"action": "accept"}}
+    final = call_purge(server, requestState=state, inputResponses=accept)
+
+    assert cancelled["result"]["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert final["result"]["structuredContent"]["purgedIds"] == [old.id]
+    with migrated_engine.connect() as conn:
+        query = text("SELECT outcome FROM audit_log WHERE tool = 'notes_purge' ORDER BY id")
+        assert list(conn.execute(query).scalars()) == ["cancelled", "purged"]
