@@ -165,3 +165,18 @@ def spawn_server(
             env=subprocess_env(tmp_path, env),
         )
     return ServerProcess(proc, stderr_path)
+
+
+def workspace_refusal(error: Any) -> bool:
+    """The one refusal of a workspace the caller cannot use: -32602, the fixed first sentence,
+    then what to do, with the caller's own usable workspaces listed in `data`."""
+    if not isinstance(error, Mapping) or error.get("code") != -32602:
+        return False
+    data = error.get("data")
+    message = error.get("message")
+    return (
+        isinstance(message, str)
+        and message.startswith("Workspace is not available to this principal; ")
+        and isinstance(data, Mapping)
+        and isinstance(data.get("usableWorkspaces"), list)
+    )

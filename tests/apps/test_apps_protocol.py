@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
+from helpers import workspace_refusal
 from sqlalchemy import Engine
 
 Call = Callable[..., dict[str, Any]]
@@ -192,10 +193,8 @@ def test_the_timeline_of_an_ungranted_workspace_is_refused(
 ) -> None:
     reply = call_tool("notes_timeline", {"workspaceUri": NOTES}, principal="mallory")
 
-    assert reply["error"] == {
-        "code": -32602,
-        "message": "Workspace is not available to this principal",
-    }
+    assert workspace_refusal(reply["error"])
+    assert reply["error"]["data"] == {"usableWorkspaces": []}  # nothing of alice's
 
 
 def test_notes_open_returns_the_note_for_the_host_to_show(

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from helpers import workspace_refusal
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import parse_note_path
 from notes_server.tools.create import slug_path
@@ -74,7 +74,7 @@ def tool_error_text(reply: dict[str, Any]) -> str:
 
 def denied(reply: dict[str, Any]) -> None:
     assert "result" not in reply, reply
-    assert reply["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(reply["error"]), reply
 
 
 def create(
@@ -528,7 +528,8 @@ REFUSED_WORKSPACES = [
     "file://host/home/alice/notes",
     "http://example.com/notes",
     "file:///home/alice/notes?x=1",
-    "file:///home/alice/notes/",
+    "file:///home/alice/notes//",
+    "file:///home/alice/notes/sub/",
     "not a uri at all",
 ]
 

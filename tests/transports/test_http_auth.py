@@ -20,13 +20,13 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from helpers import workspace_refusal
 from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token, utc_now
 from notes_server.store import tokens
 from notes_server.store.engine import write_tx
@@ -163,7 +163,7 @@ def test_a_token_of_another_principal_gets_the_fixed_workspace_denial(
 
     assert allowed.status_code == 200 and "result" in allowed.json()
     assert denied.status_code == 200
-    assert denied.json()["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(denied.json()["error"])
 
 
 def test_a_foreign_origin_is_refused_before_authentication(client: TestClient) -> None:
