@@ -364,3 +364,63 @@ def test_params_nested_too_deep_in_a_legacy_session_are_answered_with_the_id(
 
     assert response.status_code == 400
     assert response.json() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
+
+
+def session_rows(url: str) -> list[tuple[str, str | None]]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            query = "SELECT capabilities_json, client_info_json FROM legacy_sessions"
+            return [(row[0], row[1]) for row in conn.exec_driver_sql(query)]
+    finally:
+        engine.dispose()
+
+
+def test_a_legacy_initialize_keeps_only_what_the_server_uses(
+    client: httpx.Client, database: tuple[Path, str]
+) -> None:
+    bulk = "x" * (1024 * 1024)  # three of them: 3 MiB, under the 4 MiB body limit
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"experimental": {"b": bulk}, "elicitation": {"form": {"b": bulk}}},
+        "clientInfo": {"name": "big", "version": "1", "icons": [{"src": bulk}]},
+    }
+    message = {"jsonrpc": "2.0", "id": "big", "method": "initialize", "params": params}
+
+    opened = client.post("/mcp", json=message, headers=BASE_HEADERS)
+
+    assert opened.status_code == 200
+    kept = [row for row in session_rows(database[1]) if row[1] and '"big"' in row[1]]
+    # (one row per client of this module: the in-process app and the real server share it)
+    assert set(kept) == {('{"elicitation": {"form": {}}}', '{"name": "big", "version": "1"}')}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            {"capabilities": {"extensions": {"x.example/e": {"b": "x" * 10_000}}}},
+            "Invalid params: initialize capabilities.extensions take more than 8192 bytes",
+        ),
+        (
+            {"capabilities": {}, "clientInfo": {"name": "n" * 300, "version": "1"}},
+            "Invalid params: initialize clientInfo.name is longer than 256 characters",
+        ),
+    ],
+    ids=["extensions", "client-name"],
+)
+def test_an_oversized_legacy_initialize_is_400_invalid_params_and_opens_no_session(
+    client: httpx.Client, params: dict[str, Any], message: str
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 3, "method": "initialize"}
+    body["params"] = {"protocolVersion": "2025-11-25", **params}
+
+    refused = client.post("/mcp", json=body, headers=BASE_HEADERS)
+
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32602, "message": message},
+    }
+    assert "mcp-session-id" not in refused.headers
