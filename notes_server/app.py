@@ -131,6 +131,7 @@ def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
+    from notes_server.legacy import http_sessions
     from notes_server.legacy.http import LegacyHttp
     from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
     from notes_server.legacy.roots import ROOTS_WAIT_S
@@ -147,7 +148,12 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
     settings = services.settings
     roots_wait = ROOTS_WAIT_S if settings.roots_wait_s is None else settings.roots_wait_s
     options = LegacyHttpOptions(
-        build, services.clock, settings.state_ttl, grant_lookup(services), roots_wait
+        build,
+        services.clock,
+        settings.state_ttl,
+        grant_lookup(services),
+        roots_wait,
+        sweep_every_s=http_sessions.SWEEP_EVERY_S,
     )
     return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 

@@ -18,6 +18,9 @@ from notes_server.legacy.session import LegacySession
 from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 
 SESSION_TTL = timedelta(hours=24)
+# How often each HTTP worker deletes expired sessions and questions (not only when a session
+# opens: a principal that stops opening sessions would otherwise leave its rows behind).
+SWEEP_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class LegacyHttpOptions:
     answer_wait_s: float
     grants: GrantLookup | None = None
     roots_wait_s: float = ROOTS_WAIT_S
+    sweep_every_s: float = SWEEP_EVERY_S
 
 
 def session_hash(session_id: str) -> str:
@@ -98,6 +102,9 @@ class SessionStore:
             record.log_level,
         )
         return session, repo.refresh_due(record, now)
+
+    def sweep(self) -> int:
+        return self.repo.sweep(self.options.clock())
 
     def refresh(self, key: str) -> None:
         self.repo.refresh(key, self.options.clock())

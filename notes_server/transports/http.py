@@ -20,6 +20,8 @@ to be cheap and bounded (static results, tools whose calls are quick) and rememb
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -38,6 +40,7 @@ from notes_server.transports.http_endpoint import (
     LegacyFactory,
     McpEndpoint,
     PublicRoute,
+    SessionTraffic,
     mcp_routes,
     metadata_routes,
     refusal_routes,
@@ -49,6 +52,8 @@ from notes_server.transports.http_health import SchemaCheck, health_routes
 from notes_server.transports.http_limits import BodyLimitMiddleware
 from notes_server.transports.http_responses import http_exception
 from notes_server.transports.http_threads import WORKER_THREADS, WorkerThreads
+
+log = logging.getLogger("notes_server.http")
 
 
 def serves_without_credential(route: BaseRoute) -> bool:
@@ -81,6 +86,17 @@ def lend_authenticator(routes: Sequence[BaseRoute], auth: Authenticator) -> None
         hook = getattr(route, "use_authenticator", None)
         if callable(hook):
             hook(verify)
+
+
+async def sweep_forever(legacy: SessionTraffic, pool: WorkerThreads, http: HttpSettings) -> None:
+    """Every `legacy.sweep_every_s`, expired session state leaves the database; a failure is
+    logged and the next round tries again."""
+    while True:
+        await asyncio.sleep(legacy.sweep_every_s)
+        try:
+            await pool.run(legacy.sweep, http.request_timeout)
+        except Exception:
+            log.warning("sweeping expired sessions failed", exc_info=True)
 
 
 def build_http_app(
@@ -117,9 +133,14 @@ def build_http_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        sweeping = None
+        if endpoint.legacy is not None:
+            sweeping = asyncio.ensure_future(sweep_forever(endpoint.legacy, pool, http))
         try:
             yield
         finally:
+            if sweeping is not None:
+                sweeping.cancel()
             pool.close()
 
     app = Starlette(

@@ -106,6 +106,13 @@ class SessionTraffic(Protocol):
     async def delete(self, request: Request, principal: str) -> ASGIApp:
         """`DELETE /mcp`: end the session."""
 
+    @property
+    def sweep_every_s(self) -> float:
+        """How often `sweep` runs."""
+
+    def sweep(self) -> None:
+        """Delete expired session state (blocking; run in a worker thread, on a timer)."""
+
 
 LegacyFactory = Callable[[WorkerThreads], SessionTraffic]
 

@@ -401,3 +401,52 @@ def test_on_embedded_sqlite_quick_requests_in_a_session_skip_the_worker_threads(
         "notes_read": not embedded,
         "notes_search": True,
     }
+
+
+def test_expired_sessions_and_cancellations_are_swept_on_a_timer_without_new_sessions(
+    settings: Settings,
+    migrated_engine: Engine,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from notes_server.legacy import http_sessions
+
+    swept = threading.Event()
+    real_sweep = SqlLegacySessions.sweep
+
+    def observed(self: SqlLegacySessions, now: datetime) -> int:
+        count = real_sweep(self, now)
+        swept.set()
+        return count
+
+    monkeypatch.setattr(http_sessions, "SWEEP_EVERY_S", 0.05)
+    monkeypatch.setattr(SqlLegacySessions, "sweep", observed)
+    repo = SqlLegacySessions(migrated_engine, timedelta(hours=24))
+    old = clock.now - timedelta(days=2)
+    repo.create("old", http_sessions.SessionRecord("alice", "2025-11-25", "{}", None, old), old)
+    for i in range(20):
+        repo.cancel("old", f"never-asked-{i}", old + timedelta(minutes=1))
+    services = Services(settings, engine=migrated_engine, clock=clock)
+
+    with TestClient(create_http_app(settings, HttpSettings(), services), base_url=LOOPBACK_URL):
+        assert swept.wait(timeout=30)  # no request at all: the timer alone
+
+    with migrated_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM legacy_sessions")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM legacy_questions")).scalar() == 0
+
+
+def test_past_the_per_principal_cap_the_least_recently_used_session_ends(
+    workers: tuple[TestClient, TestClient], tokens: dict[str, str]
+) -> None:
+    from notes_server.store.sessions import MAX_SESSIONS_PER_PRINCIPAL
+
+    hosts = [Host(workers[i % 2], tokens["alice"]) for i in range(MAX_SESSIONS_PER_PRINCIPAL + 1)]
+    for host in hosts:
+        assert host.initialize().status_code == 200
+
+    evicted = hosts[0].send("tools/list")
+    kept = hosts[1].send("tools/list")
+
+    assert evicted.status_code == 404
+    assert kept.status_code == 200
