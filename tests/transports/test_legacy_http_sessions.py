@@ -437,12 +437,13 @@ def test_expired_sessions_and_cancellations_are_swept_on_a_timer_without_new_ses
 
 
 def test_past_the_per_principal_cap_the_least_recently_used_session_ends(
-    workers: tuple[TestClient, TestClient], tokens: dict[str, str]
+    workers: tuple[TestClient, TestClient], tokens: dict[str, str], clock: Clock
 ) -> None:
     from notes_server.store.sessions import MAX_SESSIONS_PER_PRINCIPAL
 
     hosts = [Host(workers[i % 2], tokens["alice"]) for i in range(MAX_SESSIONS_PER_PRINCIPAL + 1)]
     for host in hosts:
+        clock.now += timedelta(seconds=1)  # each session opened (and so used) later
         assert host.initialize().status_code == 200
 
     evicted = hosts[0].send("tools/list")
