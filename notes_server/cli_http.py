@@ -30,11 +30,19 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--auth",
-        type=click.Choice(["token", "none"]),
+        type=click.Choice(["token", "oauth", "none"]),
         default="token",
         show_default=True,
-        help="HTTP: bearer tokens (`notes-server token create`), or none (loopback only; "
-        "every request acts as --principal).",
+        help="HTTP: bearer tokens (`notes-server token create`); oauth (also the built-in "
+        "OAuth 2.1 authorization server, needs --public-url); or none (loopback only; every "
+        "request acts as --principal).",
+    ),
+    click.option(
+        "--registration",
+        type=click.Choice(["open", "off"]),
+        default="open",
+        show_default=True,
+        help="HTTP, --auth oauth: dynamic client registration (RFC 7591), rate-limited.",
     ),
     click.option("--jwt-issuer", default=None, help="HTTP: also accept JWTs from this issuer."),
     click.option("--jwt-audience", default=None, help="HTTP: required JWT audience (aud)."),

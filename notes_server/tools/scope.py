@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
+from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import (
     MAX_SEGMENTS,
     MAX_URI_LENGTH,
@@ -49,6 +50,9 @@ def _check_role(
 ) -> None:
     if role is None or (write and role != "write"):
         raise WorkspaceDenied()
+    consented = consented_workspaces(ctx.principal)
+    if consented is not None and workspace.uri not in consented:
+        raise WorkspaceDenied()
     if not within_roots(workspace, ctx.roots):
         raise WorkspaceDenied()
 
@@ -72,6 +76,9 @@ def usable_workspaces(
         try:
             workspace = parse_workspace_uri(grant.workspace)
         except UriError:
+            continue
+        consented = consented_workspaces(principal)
+        if consented is not None and workspace.uri not in consented:
             continue
         if within_roots(workspace, roots):
             usable.append(workspace.uri)
