@@ -43,5 +43,7 @@ def accounts(migrated_engine: Engine, grant: Callable[..., str]) -> dict[str, st
 
 
 @pytest.fixture
-def flow(app_client: TestClient, accounts: dict[str, str]) -> Flow:
-    return Flow(app_client)
+def flow(app_client: TestClient, accounts: dict[str, str], services: Services) -> Flow:
+    made = Flow(app_client)
+    made.services = services  # type: ignore[attr-defined]
+    return made
