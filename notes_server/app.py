@@ -111,7 +111,9 @@ def create_http_app(
         from notes_server.oauth.routes import oauth_routes
 
         assert http.public_url, "checked at start-up"
-        routes.extend(oauth_routes(services, http.public_url, http.registration))
+        routes.extend(
+            oauth_routes(services, http.public_url, http.registration, http.oauth_dev_addresses)
+        )
     return build_http_app(
         server,
         auth,

@@ -116,12 +116,18 @@ def client() -> None:
 @client.command(name="add", epilog="notes-server client add 'My app' --redirect-uri URI")
 @click.argument("name")
 @click.option(
-    "--redirect-uri", "redirect_uris", multiple=True, required=True, metavar="URI",
+    "--redirect-uri",
+    "redirect_uris",
+    multiple=True,
+    required=True,
+    metavar="URI",
     help="An allowed redirect URI (repeatable; loopback ones match any port).",
 )
 @click.option("--confidential", is_flag=True, help="Issue a client secret (shown once).")
 @_DB
-def client_add(name: str, redirect_uris: tuple[str, ...], confidential: bool, db: str | None) -> None:
+def client_add(
+    name: str, redirect_uris: tuple[str, ...], confidential: bool, db: str | None
+) -> None:
     """Pre-register a client; prints its client_id (and secret) on stdout."""
     import secrets
 

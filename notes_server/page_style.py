@@ -47,7 +47,6 @@ dl{margin:0 0 1rem}dt{font-weight:600}dd{margin:0 0 .5rem;overflow-wrap:anywhere
 STYLE_HASH = "sha256-" + base64.b64encode(hashlib.sha256(STYLESHEET.encode()).digest()).decode()
 
 
-
 def csp(*form_targets: str) -> str:
     """The pages' policy; `form_targets` are origins a form may end up at after its POST
     (the consent form's redirect to the client: browsers apply form-action to redirects)."""

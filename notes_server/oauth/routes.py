@@ -242,7 +242,7 @@ class OAuthRoutes:
         if not getattr(error, "redirect_uri", None):
             description = error.description or error.error
             return page(400, pages.message("This sign-in link is not valid", str(description)))
-        status, _, headers = error()
+        headers = error()[2]
         location = dict(headers).get("Location", "")
         glue = "&" if "?" in location else "?"
         location += glue + urlencode({"iss": self.config.issuer})
@@ -457,5 +457,8 @@ def _error(status: int, error: str, description: str) -> Response:
     )
 
 
-def oauth_routes(services: Services, issuer: str, registration: str) -> list[BaseRoute]:
-    return OAuthRoutes(services, OAuthConfig(issuer.rstrip("/"), registration)).routes()
+def oauth_routes(
+    services: Services, issuer: str, registration: str, dev_addresses: bool = False
+) -> list[BaseRoute]:
+    config = OAuthConfig(issuer.rstrip("/"), registration, dev_addresses)
+    return OAuthRoutes(services, config).routes()

@@ -40,6 +40,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 
 from notes_server.oauth import secrets
+from notes_server.oauth.cimd import MetadataFetcher, MetadataRefused, is_metadata_url
 from notes_server.oauth.clients import (
     AUTH_METHODS,
     GRANT_TYPES,
@@ -71,6 +72,7 @@ class OAuthConfig:
 
     issuer: str  # --public-url, without a trailing slash
     registration: str  # "open" or "off"
+    dev_addresses: bool = False  # metadata documents on loopback/private addresses
 
     @property
     def resource(self) -> str:
@@ -92,7 +94,7 @@ def metadata(config: OAuthConfig) -> dict[str, Any]:
         "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
         "revocation_endpoint_auth_methods_supported": list(AUTH_METHODS),
         "authorization_response_iss_parameter_supported": True,
-        "client_id_metadata_document_supported": False,
+        "client_id_metadata_document_supported": True,
     }
     if config.registration == "open":
         document["registration_endpoint"] = issuer + REGISTER_PATH
@@ -251,6 +253,7 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         super().__init__(scopes_supported=None)
         self.services = services
         self.config = config
+        self.fetcher = MetadataFetcher(allow_dev_addresses=config.dev_addresses)
         self.register_token_generator("default", self.bearer_token)
         self.register_grant(CodeGrant, [S256Only(required=True)])
         self.register_grant(RefreshGrant)
@@ -303,9 +306,39 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             return None
         with self.read() as conn:
             record = store.get_client(conn, client_id)
-        if record is None or record.revoked_at is not None:
+        if record is not None and record.revoked_at is not None:
             return None
-        return OAuthClient(record)
+        if is_metadata_url(client_id):
+            cached = record is not None and record.kind == "cimd"
+            expires = None if record is None else record.expires_at
+            if not cached or expires is None or expires <= self.now():
+                record = self.fetch_metadata(client_id)
+        return None if record is None else OAuthClient(record)
+
+    def fetch_metadata(self, client_id: str) -> store.ClientRecord | None:
+        """Fetch (hardened, `cimd`) and cache a Client ID Metadata Document; None if refused."""
+        try:
+            fetched = self.fetcher.fetch(client_id)
+        except MetadataRefused as exc:
+            log.info("client metadata document refused: %s", exc)
+            return None
+        now = self.now()
+        with self.write() as conn:
+            current = store.get_client(conn, client_id)
+            if current is not None and current.kind != "cimd":
+                return None  # an id another kind of client already holds
+            store.put_client(
+                conn,
+                client_id=client_id,
+                kind="cimd",
+                name=fetched.metadata.get("client_name"),
+                secret_hash=None,
+                metadata=fetched.metadata,
+                now=now,
+                expires_at=now + fetched.cache_for,
+            )
+            record = store.get_client(conn, client_id)
+        return None if record is None or record.revoked_at is not None else record
 
     def bearer_token(
         self,
@@ -557,4 +590,3 @@ def _metadata_error(description: str, *, redirect: bool = False) -> OAuth2Error:
     kind = InvalidRedirectURIError if redirect else InvalidClientMetadataError
     error: OAuth2Error = kind(description)
     return error
-

@@ -427,7 +427,9 @@ def claim_refresh(conn: Connection, token_hash: str, now: datetime) -> tuple[str
         .values(used_at=now)
     ).rowcount
     row = conn.execute(
-        select(tokens.c.grant_id).where(tokens.c.token_hash == token_hash, tokens.c.kind == "refresh")
+        select(tokens.c.grant_id).where(
+            tokens.c.token_hash == token_hash, tokens.c.kind == "refresh"
+        )
     ).first()
     if row is None:
         return None, False

@@ -8,9 +8,9 @@ from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
 from notes_server.extensions.resources import not_found
+from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext
-from notes_server.security.principals import consented_workspaces
 from notes_server.tools.completion import Completion, complete_paths, complete_workspaces
 from notes_server.tools.scope import usable_workspaces, within_roots
 from notes_server.tools.search import MAX_OFFSET

@@ -229,4 +229,3 @@ def _authenticator(flow: Flow) -> Any:
 
     services = flow.services  # type: ignore[attr-defined]
     return build_authenticator(services.settings, OAUTH, services)
-

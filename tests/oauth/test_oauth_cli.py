@@ -47,13 +47,13 @@ def test_a_short_password_is_refused(settings: Settings, migrated_engine: Engine
     assert short.exit_code == 2 and "at least 12 characters" in short.output
 
 
-def test_passwd_lifts_a_lockout_and_remove_ends_sign_in(
-    settings: Settings, flow: Flow
-) -> None:
+def test_passwd_lifts_a_lockout_and_remove_ends_sign_in(settings: Settings, flow: Flow) -> None:
     for i in range(5):
         flow.sign_in("alice", f"wrong-password-{i}")
     assert flow.sign_in("alice", "alice-password-1").status_code == 429
-    changed = cli(settings, "user", "passwd", "alice", "--password-stdin", stdin="new-password-12\n")
+    changed = cli(
+        settings, "user", "passwd", "alice", "--password-stdin", stdin="new-password-12\n"
+    )
     assert changed.exit_code == 0, changed.output
     assert flow.sign_in("alice", "new-password-12").status_code == 303
     assert cli(settings, "user", "remove", "alice").exit_code == 0

@@ -202,9 +202,7 @@ def test_no_secret_is_in_any_url_after_the_first_redirect(flow: Flow) -> None:
     assert signed.headers["location"] == "/oauth/consent"
 
 
-def test_registration_off_serves_no_registration_endpoint(
-    settings: Any, services: Any
-) -> None:
+def test_registration_off_serves_no_registration_endpoint(settings: Any, services: Any) -> None:
     from conftest import OAUTH
 
     from notes_server.app import create_http_app
@@ -213,9 +211,10 @@ def test_registration_off_serves_no_registration_endpoint(
     http = HttpSettings(**{**OAUTH.__dict__, "registration": "off"})
     app = create_http_app(settings, http, services)
     with TestClient(app, base_url=ISSUER) as client:
-        assert "registration_endpoint" not in client.get(
-            "/.well-known/oauth-authorization-server"
-        ).json()
+        assert (
+            "registration_endpoint"
+            not in client.get("/.well-known/oauth-authorization-server").json()
+        )
         answer = client.post("/oauth/register", json={"redirect_uris": [ISSUER]})
         assert answer.status_code == 401  # not a route here: the credential check answers
 
@@ -252,14 +251,23 @@ def test_registration_refuses_unsafe_redirect_uris(
     assert problem in answer.json()["error_description"]
 
 
-def test_a_confidential_client_authenticates_with_its_secret(app_client: TestClient, accounts: Any) -> None:
+def test_a_confidential_client_authenticates_with_its_secret(
+    app_client: TestClient, accounts: Any
+) -> None:
     registered = app_client.post(
         "/oauth/register",
-        json={"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "client_secret_post"},
+        json={
+            "redirect_uris": ["http://127.0.0.1/cb"],
+            "token_endpoint_auth_method": "client_secret_post",
+        },
     ).json()
     assert registered["client_secret"]
     flow = Flow.__new__(Flow)
-    flow.client, flow.redirect_uri, flow.client_id = app_client, "http://127.0.0.1/cb", registered["client_id"]
+    flow.client, flow.redirect_uri, flow.client_id = (
+        app_client,
+        "http://127.0.0.1/cb",
+        registered["client_id"],
+    )
     from oauth_support import pkce
 
     flow.verifier, flow.challenge = pkce()
