@@ -74,7 +74,7 @@ _STDIN = click.option(
 _DB = click.option("--db", default=None, metavar="URL", help=DB_HELP)
 
 
-@user.command()
+@user.command(epilog="Example: notes-server user add alice")
 @click.argument("principal")
 @_STDIN
 @_DB
@@ -83,7 +83,7 @@ def add(principal: str, from_stdin: bool, db: str | None) -> None:
     _set(principal, from_stdin, db, create=True)
 
 
-@user.command()
+@user.command(epilog="Example: notes-server user passwd alice")
 @click.argument("principal")
 @_STDIN
 @_DB
@@ -92,7 +92,7 @@ def passwd(principal: str, from_stdin: bool, db: str | None) -> None:
     _set(principal, from_stdin, db, create=False)
 
 
-@user.command()
+@user.command(epilog="Example: notes-server user remove alice")
 @click.argument("principal")
 @_DB
 def remove(principal: str, db: str | None) -> None:
@@ -113,7 +113,10 @@ def client() -> None:
     """OAuth clients of the built-in authorization server, and the consents they hold."""
 
 
-@client.command(name="add", epilog="notes-server client add 'My app' --redirect-uri URI")
+@client.command(
+    name="add",
+    epilog="Example: notes-server client add 'Desk app' --redirect-uri http://127.0.0.1/callback",
+)
 @click.argument("name")
 @click.option(
     "--redirect-uri",
@@ -167,7 +170,7 @@ def client_add(
         click.echo(f"client_secret {secret}")
 
 
-@client.command(name="list")
+@client.command(name="list", epilog="Example: notes-server client list")
 @_DB
 def client_list(db: str | None) -> None:
     """Every client: id, kind (operator, dcr, cimd), status, name, redirect URIs."""
@@ -184,7 +187,7 @@ def client_list(db: str | None) -> None:
         click.echo(f"{record.client_id}\t{record.kind}\t{status}\t{name}\t{uris}")
 
 
-@client.command(name="revoke")
+@client.command(name="revoke", epilog="Example: notes-server client revoke op_AbC123")
 @click.argument("client_id")
 @_DB
 def client_revoke(client_id: str, db: str | None) -> None:
@@ -201,7 +204,7 @@ def client_revoke(client_id: str, db: str | None) -> None:
     click.echo(f"revoked client {client_id} and its consents", err=True)
 
 
-@client.command(name="grants")
+@client.command(name="grants", epilog="Example: notes-server client grants --revoke GRANT_ID")
 @click.argument("client_id", required=False)
 @click.option("--revoke", "revoke_id", default=None, metavar="GRANT", help="Revoke this consent.")
 @_DB
