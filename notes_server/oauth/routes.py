@@ -59,7 +59,8 @@ log = logging.getLogger("notes_server.oauth")
 COOKIE = "notes_oauth"
 COOKIE_KIND = "notes-oauth-flow"
 FLOW_TTL = timedelta(minutes=10)
-MAX_QUERY = 8192
+# The request is sealed into the flow cookie, and browsers keep cookies of up to 4 KiB.
+MAX_QUERY = 2560
 MAX_FIELD = 8192
 FORM_TYPE = "application/x-www-form-urlencoded"
 REGISTRATIONS_PER_WINDOW = 30
@@ -164,7 +165,7 @@ class OAuthRoutes:
         from notes_server.security.state import StateError
 
         value = request.cookies.get(COOKIE)
-        if not value or len(value) > 4 * MAX_QUERY:
+        if not value or len(value) > 4096:
             return None
         try:
             claims = self.services.sealer.open(value)

@@ -16,6 +16,7 @@ the request objects from a body they already read.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import secrets as pysecrets
 from collections import defaultdict
@@ -58,6 +59,7 @@ AUTHORIZE_PATH = "/oauth/authorize"
 REVOKE_PATH = "/oauth/revoke"
 REGISTER_PATH = "/oauth/register"
 METADATA_PATH = "/.well-known/oauth-authorization-server"
+PRUNE_EVERY = 100
 
 
 class InvalidTargetError(OAuth2Error):  # type: ignore[misc]
@@ -254,6 +256,7 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.services = services
         self.config = config
         self.fetcher = MetadataFetcher(allow_dev_addresses=config.dev_addresses)
+        self.saved = itertools.count()
         self.register_token_generator("default", self.bearer_token)
         self.register_grant(CodeGrant, [S256Only(required=True)])
         self.register_grant(RefreshGrant)
@@ -363,6 +366,8 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         grant_id = source.record.grant_id if isinstance(source, IssuedCode) else source.grant.id
         now = self.now()
         with self.write() as conn:
+            if next(self.saved) % PRUNE_EVERY == 0:  # expired codes and tokens, now and then
+                store.prune(conn, now)
             store.save_token(
                 conn,
                 token_hash=secrets.digest(token["access_token"]),

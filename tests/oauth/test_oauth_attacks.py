@@ -229,3 +229,9 @@ def _authenticator(flow: Flow) -> Any:
 
     services = flow.services  # type: ignore[attr-defined]
     return build_authenticator(services.settings, OAUTH, services)
+
+
+def test_an_authorization_request_too_long_for_the_flow_cookie_is_refused(flow: Flow) -> None:
+    answer = flow.start(state="s" * 3000)
+    assert answer.status_code == 400
+    assert "set-cookie" not in answer.headers
