@@ -10,13 +10,13 @@ Needs `scripts/apps-browser`; skipped without it, except with APPS_BROWSER_REQUI
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -28,7 +28,7 @@ from http_support import start_http_server
 from oauth_support import WS_A, WS_B, pkce, query_of, set_password
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "approval"))
-from test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip  # noqa: E402
+from test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip
 
 SCRIPT = Path(__file__).resolve().parent / "oauth_browser.mjs"
 
