@@ -80,13 +80,17 @@ def count_failure(conn: Connection, principal: str, now: datetime) -> bool:
             failures.c.principal == principal
         )
     ).first()
-    if row is None:
-        conn.execute(
-            failures.insert().values(
-                principal=principal, failures=1, window_start=now, locked_until=None
-            )
-        )
+    if row is None and _insert_first_failure(conn, principal, now):
         count = 1
+    elif row is None:  # another instance counted this name's first failure meanwhile
+        count = int(
+            conn.execute(
+                update(failures)
+                .where(failures.c.principal == principal)
+                .values(failures=failures.c.failures + 1)
+                .returning(failures.c.failures)
+            ).scalar_one()
+        )
     elif row[1] + FAILURE_WINDOW <= now:
         conn.execute(
             update(failures)
@@ -111,6 +115,22 @@ def count_failure(conn: Connection, principal: str, now: datetime) -> bool:
         )
         return True
     return False
+
+
+def _insert_first_failure(conn: Connection, principal: str, now: datetime) -> bool:
+    """Insert the name's first failure in a savepoint; False when a racing insert won."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                failures.insert().values(
+                    principal=principal, failures=1, window_start=now, locked_until=None
+                )
+            )
+    except IntegrityError:
+        return False
+    return True
 
 
 def clear_failures(conn: Connection, principal: str) -> None:
