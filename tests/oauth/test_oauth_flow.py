@@ -277,3 +277,43 @@ def test_a_confidential_client_authenticates_with_its_secret(
     answer = flow.exchange(code, client_secret=registered["client_secret"])
     assert answer.status_code == 200, answer.text
     assert registered["client_secret"] not in json.dumps(answer.json())
+
+
+def test_revoking_a_workspace_grant_takes_it_from_every_consent(
+    flow: Flow, app_client: TestClient, settings: Any
+) -> None:
+    from click.testing import CliRunner
+
+    from notes_server.cli import main
+
+    tokens = flow.tokens([WS_A])
+    revoked = CliRunner().invoke(
+        main, ["workspace", "revoke", "alice", WS_A, "--db", settings.db_url]
+    )
+    assert revoked.exit_code == 0, revoked.output
+    assert call(app_client, tokens["access_token"], WS_A).json()["error"]["code"] == -32602
+
+
+def test_an_expired_access_token_gets_the_challenge(
+    flow: Flow, app_client: TestClient, migrated_engine: Any
+) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from notes_server.store.engine import write_tx
+    from notes_server.store.models import oauth_tokens_table as tokens_table
+    from notes_server.tools.services import utc_now
+
+    tokens = flow.tokens()
+    with write_tx(migrated_engine) as conn:
+        conn.execute(
+            update(tokens_table)
+            .where(tokens_table.c.kind == "access")
+            .values(expires_at=utc_now() - timedelta(seconds=1))
+        )
+    answer = call(app_client, tokens["access_token"], WS_A)
+    assert answer.status_code == 401
+    assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+    # The refresh token still works: that is what it is for.
+    assert flow.refresh(tokens["refresh_token"]).status_code == 200

@@ -100,7 +100,7 @@ async def elicit(context: Any, params: Any) -> Any:
     return mcp_types.ElicitResult(action="accept", content=content)
 
 
-async def session(base: str, storage: Storage, person: Person) -> dict[str, Any]:
+async def session(base: str, storage: Storage, person: Person, mode: str) -> dict[str, Any]:
     metadata = mcp_shared_auth.OAuthClientMetadata(
         client_name="SDK test host",
         redirect_uris=[REDIRECT],
@@ -121,6 +121,7 @@ async def session(base: str, storage: Storage, person: Person) -> dict[str, Any]
         http,
         mcp_client.Client(
             mcp_http.streamable_http_client(base + "/mcp", http_client=http),
+            mode=mode,
             elicitation_callback=elicit,
         ) as client,
     ):
@@ -158,12 +159,14 @@ def live(tmp_path: Path, migrated_engine: Any, grant: Any) -> Any:
     server.stop()
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25-session"])
 def test_the_sdk_oauth_client_signs_in_consents_calls_refreshes_and_is_revoked(
-    live: str,
+    live: str, mode: str
 ) -> None:
+    """In both eras: a 2025-11-25 session carries the consent's limit like a modern call."""
     storage, person = Storage(), Person(live)
 
-    outcome = anyio.run(session, live, storage, person)
+    outcome = anyio.run(session, live, storage, person, mode)
 
     assert "notes_delete" in outcome["tools"]
     assert outcome["denied"] == -32602  # workspace B was not ticked
