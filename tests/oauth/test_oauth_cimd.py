@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 from oauth_support import ISSUER, RESOURCE, WS_A, csrf_of, pkce, query_of
 from starlette.testclient import TestClient
@@ -19,6 +20,7 @@ from test_oauth_flow import call
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.oauth.cimd import MetadataFetcher, MetadataRefused, address_allowed
+from notes_server.security.sandbox import abi_version
 from notes_server.tools.services import Services
 
 
@@ -101,13 +103,8 @@ def test_metadata_says_client_id_metadata_documents_are_supported(dev_client: Te
 def test_a_metadata_document_client_completes_a_flow_fetched_once(
     dev_client: TestClient, documents: str
 ) -> None:
-    url = serve(documents, "/client.json", {}, headers={"Cache-Control": "max-age=600"})
-    Documents.routes["/client.json"] = (
-        200,
-        {"Cache-Control": "max-age=600"},
-        json.dumps(client_document(url)).encode(),
-        0.0,
-    )
+    url = documents + "/client.json"
+    serve(documents, "/client.json", client_document(url), headers={"Cache-Control": "max-age=600"})
     verifier, challenge = pkce()
     params = {
         "response_type": "code",
@@ -250,3 +247,36 @@ def test_an_unknown_metadata_client_is_refused_on_a_page(dev_client: TestClient)
     }
     answer = dev_client.get("/oauth/authorize?" + urlencode(params))
     assert answer.status_code == 400 and "location" not in answer.headers
+
+
+@pytest.mark.skipif(abi_version() < 4, reason="needs Landlock ABI >= 4 (TCP rules)")
+def test_a_confined_server_fetches_a_development_metadata_document(
+    tmp_path: Any, migrated_engine: Any, documents: str
+) -> None:
+    """The fetch runs inside the sandboxed server (`--sandbox require`): with
+    `--oauth-dev-addresses` outgoing TCP is open, and the document on loopback is used."""
+    from helpers import free_port
+    from http_support import start_http_server
+
+    url = documents + "/confined.json"
+    serve(documents, "/confined.json", client_document(url))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = ("--auth", "oauth", "--port", str(port), "--public-url", base)
+    server = start_http_server(
+        tmp_path, str(migrated_engine.url), *args, "--oauth-dev-addresses", "--sandbox", "require"
+    )
+    _, challenge = pkce()
+    params = {
+        "response_type": "code",
+        "client_id": url,
+        "redirect_uri": "http://127.0.0.1/callback",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    try:
+        answer = httpx.get(f"{base}/oauth/authorize?{urlencode(params)}", timeout=30)
+    finally:
+        server.stop()
+    assert answer.status_code == 303, answer.text
+    assert Documents.hits["/confined.json"] == 1
