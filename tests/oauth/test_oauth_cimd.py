@@ -101,7 +101,7 @@ def test_metadata_says_client_id_metadata_documents_are_supported(dev_client: Te
 
 
 def test_a_metadata_document_client_completes_a_flow_fetched_once(
-    dev_client: TestClient, documents: str
+    dev_client: TestClient, documents: str, migrated_engine: Any
 ) -> None:
     url = documents + "/client.json"
     serve(documents, "/client.json", client_document(url), headers={"Cache-Control": "max-age=600"})
@@ -141,6 +141,22 @@ def test_a_metadata_document_client_completes_a_flow_fetched_once(
     assert tokens.status_code == 200, tokens.text
     assert "error" not in call(dev_client, tokens.json()["access_token"], WS_A).json()
     assert Documents.hits["/client.json"] == 1  # cached per max-age across every step
+    expire_cached_documents(migrated_engine)
+    assert dev_client.get("/oauth/authorize?" + urlencode(params)).status_code == 303
+    assert Documents.hits["/client.json"] == 2  # fetched again once the cached copy expired
+
+
+def expire_cached_documents(engine: Any) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from notes_server.store.engine import write_tx
+    from notes_server.store.models import oauth_clients_table as clients
+    from notes_server.tools.services import utc_now
+
+    with write_tx(engine) as conn:
+        conn.execute(update(clients).values(expires_at=utc_now() - timedelta(seconds=1)))
 
 
 def test_a_redirect_uri_not_in_the_document_is_refused(
