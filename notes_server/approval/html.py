@@ -26,10 +26,11 @@ def login_form(csrf: str, error: str | None = None) -> str:
     """Step 1 over HTTP: the person proves they are the principal that asked, with their own
     credential for this server (never a password or token of any other service)."""
     intro = (
-        "sign in with <em>your own</em> API token (it starts with <code>nst_</code>) or access "
-        "token for this notes server. Do not enter a password or a token of any other service."
+        "sign in with <em>your own</em> API token (it starts with <code>nst_</code>), access "
+        "token or account password for this notes server. Do not enter a password or a token "
+        "of any other service."
     )
-    return _secret_form(csrf, error, intro, "Token", "password")
+    return _secret_form(csrf, error, intro, "Token or password", "password")
 
 
 def code_form(csrf: str, error: str | None = None) -> str:

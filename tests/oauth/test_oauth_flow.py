@@ -317,3 +317,36 @@ def test_an_expired_access_token_gets_the_challenge(
     assert 'error="invalid_token"' in answer.headers["www-authenticate"]
     # The refresh token still works: that is what it is for.
     assert flow.refresh(tokens["refresh_token"]).status_code == 200
+
+
+def test_the_purge_approval_page_takes_the_principals_account_password(
+    app_client: TestClient, accounts: dict[str, str], services: Any, migrated_engine: Any
+) -> None:
+    """Under --auth oauth a person may have no token: the approval page asks for the password
+    of the account whose purge it is, and nobody else's."""
+    from datetime import timedelta
+
+    from notes_server.approval.login import TokenLogin
+    from notes_server.store import approvals
+    from notes_server.store.engine import write_tx
+    from notes_server.tools.services import utc_now
+
+    now = utc_now()
+    with write_tx(migrated_engine) as conn:
+        approvals.create(
+            conn,
+            approval_id="a1",
+            principal="alice",
+            workspace=WS_A,
+            link_hash="x" * 64,
+            items=[],
+            set_digest="d",
+            now=now,
+            expires_at=now + timedelta(minutes=5),
+        )
+        approval = approvals.get(conn, "a1")
+    assert approval is not None
+    login = TokenLogin(services)
+    assert login.principal_for(approval, "alice-password-1") == "alice"
+    assert login.principal_for(approval, "bob-password-12") is None  # bob's, not alice's
+    assert login.principal_for(approval, "wrong-password-1") is None
