@@ -15,13 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "transports"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from http_support import LOOPBACK_URL
-from oauth_support import WS_A, WS_B, WS_C, Flow, set_password
+from oauth_support import OAUTH, WS_A, WS_B, WS_C, Flow, set_password
 
 from notes_server.app import create_http_app
-from notes_server.config import HttpSettings, Settings
+from notes_server.config import Settings
 from notes_server.tools.services import Services
-
-OAUTH = HttpSettings(auth="oauth", public_url=LOOPBACK_URL)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import httpx
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
+from notes_server.config import HttpSettings
 from notes_server.security.passwords import hash_password
 from notes_server.store import oauth as store
 from notes_server.store.engine import write_tx
@@ -24,6 +25,7 @@ WS_C = "file:///srv/bob/only"
 ISSUER = "http://127.0.0.1:8765"
 RESOURCE = ISSUER + "/mcp"
 REDIRECT = "http://127.0.0.1/callback"
+OAUTH = HttpSettings(auth="oauth", public_url=ISSUER)
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 

@@ -203,7 +203,7 @@ def test_no_secret_is_in_any_url_after_the_first_redirect(flow: Flow) -> None:
 
 
 def test_registration_off_serves_no_registration_endpoint(settings: Any, services: Any) -> None:
-    from conftest import OAUTH
+    from oauth_support import OAUTH
 
     from notes_server.app import create_http_app
     from notes_server.config import HttpSettings
