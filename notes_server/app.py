@@ -106,11 +106,19 @@ def create_http_app(
     )
     server = server_for(composed)
     auth = build_authenticator(settings, http, services)
+    routes = list(composed.http_routes())
+    if http.auth == "oauth":
+        from notes_server.oauth.routes import oauth_routes
+
+        assert http.public_url, "checked at start-up"
+        routes.extend(
+            oauth_routes(services, http.public_url, http.registration, http.oauth_dev_addresses)
+        )
     return build_http_app(
         server,
         auth,
         http,
-        extra_routes=composed.http_routes(),
+        extra_routes=routes,
         legacy=legacy_http(server, http, services),
         health=schema_check(services),
     )

@@ -217,6 +217,18 @@ def _token() -> click.Command:
     return token
 
 
+def _user() -> click.Command:
+    from notes_server.cli_oauth import user
+
+    return user
+
+
+def _client() -> click.Command:
+    from notes_server.cli_oauth import client
+
+    return client
+
+
 def _call() -> click.Command:
     from notes_server.cli_call import call
 
@@ -266,6 +278,8 @@ main.commands = LazyCommands(
     {
         "workspace": _workspace,
         "token": _token,
+        "user": _user,
+        "client": _client,
         "call": _call,
         "audit": _audit,
         "history": _history,

@@ -211,6 +211,10 @@ class HttpSettings:
     jwt_client_ids: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     public_url: str | None = None
+    # `--auth oauth`: dynamic client registration (RFC 7591) "open" or "off".
+    registration: str = "open"
+    # `--auth oauth`: Client ID Metadata Documents may be on loopback/private addresses (dev).
+    oauth_dev_addresses: bool = False
     max_body_bytes: int = 4 * 1024 * 1024
     request_timeout: float = 30.0
 

@@ -239,3 +239,86 @@ purge_approvals_table = Table(
     Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
     Index("ix_purge_approvals_expires", "expires_at"),
 )
+
+# --- the built-in OAuth authorization server (`serve --auth oauth`) ---------------------------
+
+# A local account: the principal signs in to the consent page with this password (argon2id
+# hash only). Wrong passwords are counted here, so the lockout holds on every worker/instance.
+accounts_table = Table(
+    "accounts",
+    metadata,
+    Column("principal", String(200), primary_key=True),
+    Column("password_hash", String(512), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)
+
+# Wrong sign-ins per typed principal name (accounts or not, so a probe learns nothing), in a
+# window; `locked_until` set when the window's count reaches the limit.
+sign_in_failures_table = Table(
+    "oauth_sign_in_failures",
+    metadata,
+    Column("principal", String(200), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("window_start", TZ, nullable=False),
+    Column("locked_until", TZ, nullable=True),
+)
+
+# A client: pre-registered by the operator, registered dynamically (RFC 7591) or a Client ID
+# Metadata Document fetched from its https client_id (then `expires_at` ends the cached copy).
+oauth_clients_table = Table(
+    "oauth_clients",
+    metadata,
+    Column("client_id", String(2048), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(200), nullable=True),
+    Column("secret_hash", String(64), nullable=True),
+    Column("metadata_json", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=True),
+    Column("revoked_at", TZ, nullable=True),
+)
+
+# One consent: a principal let a client use these workspaces for this resource. Every code and
+# token issued from it belongs to it; revoking it (operator, code replay, refresh reuse) ends
+# them all at once.
+oauth_grants_table = Table(
+    "oauth_grants",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("client_id", String(2048), nullable=False),
+    Column("principal", String(200), nullable=False),
+    Column("resource", String(2048), nullable=False),
+    Column("workspaces_json", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("revoked_at", TZ, nullable=True),
+    Index("ix_oauth_grants_client", "client_id"),
+)
+
+# Authorization codes (SHA-256 of the code), single use: `used_at` claimed atomically.
+oauth_codes_table = Table(
+    "oauth_codes",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("grant_id", String(40), nullable=False),
+    Column("client_id", String(2048), nullable=False),
+    Column("redirect_uri", String(2048), nullable=False),
+    Column("code_challenge", String(128), nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Column("used_at", TZ, nullable=True),
+)
+
+# Access and refresh tokens (SHA-256 of the secret). A refresh token is spent (`used_at`) by
+# the rotation that replaces it; presenting a spent one revokes its grant.
+oauth_tokens_table = Table(
+    "oauth_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("grant_id", String(40), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Column("used_at", TZ, nullable=True),
+    Column("revoked_at", TZ, nullable=True),
+    Index("ix_oauth_tokens_grant", "grant_id"),
+)

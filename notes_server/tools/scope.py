@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
+from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import (
     MAX_SEGMENTS,
     MAX_URI_LENGTH,
@@ -51,15 +52,20 @@ def _workspace(conn: Connection, ctx: CallContext, text: object, *, write: bool)
 def _allowed(role: str | None, workspace: WorkspaceUri, ctx: CallContext, *, write: bool) -> bool:
     if role is None or (write and role != "write"):
         return False
+    consented = consented_workspaces(ctx.principal)
+    if consented is not None and workspace.uri not in consented:
+        return False
     return within_roots(workspace, ctx.roots)
 
 
 def refusal(conn: Connection, ctx: CallContext, *, write: bool) -> WorkspaceDenied:
     """The one refusal for a workspace the caller cannot use, naming the workspaces it can
-    (for a write, those it may write to), inside its roots: what it lists depends only on the
-    caller, so it tells nothing about the workspace that was named, nor about anyone else's."""
+    (for a write, those it may write to), inside its roots and, for an OAuth token, its
+    consent: what it lists depends only on the caller, so it tells nothing about the workspace
+    that was named, nor about anyone else's."""
     from notes_server.store import grants
 
+    consented = consented_workspaces(ctx.principal)
     usable = []
     for grant in grants.list_grants(conn, ctx.principal):
         if write and grant.role != "write":
@@ -67,6 +73,8 @@ def refusal(conn: Connection, ctx: CallContext, *, write: bool) -> WorkspaceDeni
         try:
             workspace = parse_workspace_uri(grant.workspace)
         except UriError:
+            continue
+        if consented is not None and workspace.uri not in consented:
             continue
         if within_roots(workspace, ctx.roots):
             usable.append(workspace.uri)
@@ -92,6 +100,9 @@ def usable_workspaces(
         try:
             workspace = parse_workspace_uri(grant.workspace)
         except UriError:
+            continue
+        consented = consented_workspaces(principal)
+        if consented is not None and workspace.uri not in consented:
             continue
         if within_roots(workspace, roots):
             usable.append(workspace.uri)

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
+from notes_server.security.principals import consented_workspaces
 from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
 from notes_server.transports.http_cors import CorsMiddleware
 from notes_server.transports.http_endpoint import (
@@ -80,7 +81,10 @@ def lend_authenticator(routes: Sequence[BaseRoute], auth: Authenticator) -> None
         return
 
     def verify(credential: str) -> str | None:
-        return auth.principal_for([f"Bearer {credential}"])
+        principal = auth.principal_for([f"Bearer {credential}"])
+        # An OAuth access token is the assistant's credential, not the person's: a page that
+        # asks the person to prove who they are must not take it.
+        return None if consented_workspaces(principal or "") is not None else principal
 
     for route in routes:
         hook = getattr(route, "use_authenticator", None)
