@@ -36,6 +36,9 @@ hypothesis_settings.load_profile("notes-server")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    stale = sorted(name for name in SLOW_MODULES if not (_TESTS / name).is_file())
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {stale}")
     if pg_support.on_postgresql():
         problem = pg_support.reachable()
         if problem is not None:
@@ -58,18 +61,52 @@ SQLITE_ONLY_MODULES = {
     "test_hot_paths.py": "the pysqlite fast paths and the SQLite cold start",
     "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
 }
+# Whole modules marked `slow` (left out of the quick loop, `scripts/test -m "not slow"`): real
+# clients and browsers, several server processes at once, crash points, builds and benchmarks.
+# A single test elsewhere may carry @pytest.mark.slow itself.
+SLOW_MODULES = {
+    "test_bench_smoke.py": "runs scripts/bench against the SDK peer",
+    "packaging/test_wheel.py": "builds and installs the wheel",
+    "concurrency/test_crash_safety.py": "kills servers at crash points",
+    "concurrency/test_delete_race.py": "processes racing on one database",
+    "concurrency/test_first_start_race.py": "processes racing on a first start",
+    "concurrency/test_pg_legacy_cross_instance.py": "several server processes",
+    "concurrency/test_pg_migrate_race.py": "processes racing on a migration",
+    "concurrency/test_pg_multi_instance.py": "several server processes",
+    "concurrency/test_revoke_between_rounds.py": "processes racing on a revocation",
+    "folders/test_symlink_race.py": "an adversary racing a sync",
+    "security/test_sandbox_process.py": "confined server processes and their workers",
+    "transports/test_http_process.py": "multi-worker HTTP servers",
+    "transports/test_http_token_revocation_process.py": "a server and the CLI at once",
+    "transports/test_legacy_http_roots.py": "two server processes per test",
+    "transports/test_legacy_http_elicitation.py": "two server processes per test",
+    "transports/test_legacy_http_sdk_client.py": "a real client (the Python SDK)",
+    "transports/test_legacy_roots_sdk_client.py": "a real client (the Python SDK)",
+    "legacy/test_legacy_sdk_client.py": "a real client (the Python SDK)",
+    "approval/test_purge_sdk_client.py": "a real client (the Python SDK)",
+    "transports/test_client_matrix.py": "real clients (scripts/clients)",
+    "transports/test_multi_instance_script.py": "real clients and three instances",
+    "transports/test_legacy_http_ts_client.py": "a real client (scripts/clients)",
+    "approval/test_purge_ts_client.py": "a real client (scripts/clients)",
+    "approval/test_purge_browser.py": "a real browser (scripts/apps-browser)",
+    "apps/test_apps_browser.py": "a real browser (scripts/apps-browser)",
+}
 _TESTS = Path(__file__).parent
 
 
+def _module(item: pytest.Item) -> str:
+    return item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _module(item) in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
     if not pg_support.on_postgresql():
         return
     for item in items:
         marker = item.get_closest_marker("sqlite_only")
-        module = (
-            item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
-        )
-        reason = SQLITE_ONLY_MODULES.get(module)
+        reason = SQLITE_ONLY_MODULES.get(_module(item))
         if marker is not None:
             reason = marker.args[0] if marker.args else "SQLite-specific behaviour"
         if reason is not None:
@@ -82,6 +119,30 @@ def _drop_test_databases() -> Iterator[None]:
     ends."""
     yield
     pg_support.drop_created()
+
+
+# What a skip's reason names -> the one summary line for it (item 16 of issue 21).
+NOT_INSTALLED = {
+    "run scripts/clients": "real clients (run scripts/clients)",
+    "run scripts/apps-browser": "real browser (run scripts/apps-browser)",
+}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line at the end when tests skipped because an installer has not run: easy to miss
+    among the other skips, and `scripts/test --all` runs them."""
+    counts = dict.fromkeys(NOT_INSTALLED.values(), 0)
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        for needle, what in NOT_INSTALLED.items():
+            counts[what] += needle in reason
+    missing = [f"{what}: {n} tests" for what, n in counts.items() if n]
+    if missing:
+        terminalreporter.write_line(
+            f"skipped: {'; '.join(missing)}; `scripts/test --all` installs them and runs all"
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -150,9 +211,7 @@ def _new_sqlite_file(db_url: str) -> Path | None:
 
 
 @pytest.fixture
-def migrated_engine(
-    settings: Settings, store_impl: str, sqlite_template: Path
-) -> Iterator[Engine]:
+def migrated_engine(settings: Settings, store_impl: str, sqlite_template: Path) -> Iterator[Engine]:
     """The test's database at the head revision: a copy of the session's migrated template
     for a new SQLite file, else migrated here (PostgreSQL databases come from their own
     template, pg_support)."""
