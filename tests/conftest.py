@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,14 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import pg_support
-from helpers import ServerProcess, default_db_url, make_request
-from helpers import spawn_server as _spawn_server
-
 from notes_server.app import create_app
 from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
+from tests import pg_support
+from tests.helpers import ServerProcess, default_db_url, make_request
+from tests.helpers import spawn_server as _spawn_server
 
 Call = Callable[..., dict[str, Any]]
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
 from sqlalchemy import Engine
+
+from tests.apps.apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
 
 Call = Callable[..., dict[str, Any]]
 ELICITING: dict[str, Any] = {**APPS, "elicitation": {"form": {}}}

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import (
+
+from tests.concurrency.harness import (
     INVALID_PARAMS,
     WORKSPACE,
     WORKSPACE_DENIED,

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import ServerProcess
-from legacy_support import NOTES, LegacyClient
 
 from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.keyring import KeyRing
+from tests.helpers import ServerProcess
+from tests.legacy.legacy_support import NOTES, LegacyClient
 
 SHARED = "file:///srv/shared"
 ROOTS_CLIENT: dict[str, Any] = {"elicitation": {}, "roots": {"listChanged": True}}

@@ -7,12 +7,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pg_support
 import pytest
-from confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
 from notes_server.config import Settings
 from notes_server.security.keyring import KeyRing
+from tests import pg_support
+from tests.tools.confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
 
 # On PostgreSQL both names pick the same (Core) implementation: run it once.
@@ -26,9 +26,8 @@ def store_impl(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def flow(tmp_path: Path, sqlite_template: Path, store_impl: str | None) -> Iterator[Flow]:
     """alice has write access to WS and OTHER_WS; the database holds no notes yet."""
-    import pg_support
-
     from notes_server.store.engine import make_engine
+    from tests import pg_support
 
     if pg_support.on_postgresql():
         db_url = pg_support.database_url(tmp_path)
