@@ -66,6 +66,7 @@ SLOW_MODULES = {
     "concurrency/test_crash_safety.py": "kills servers at crash points",
     "concurrency/test_delete_race.py": "processes racing on one database",
     "concurrency/test_first_start_race.py": "processes racing on a first start",
+    "concurrency/test_edit_sections_race.py": "processes racing on one note",
     "concurrency/test_pg_legacy_cross_instance.py": "several server processes",
     "concurrency/test_pg_migrate_race.py": "processes racing on a migration",
     "concurrency/test_pg_multi_instance.py": "several server processes",
