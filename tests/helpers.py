@@ -1,6 +1,6 @@
 """Helpers shared by the test suite: request builders and a real `notes-server serve` process.
 
-Importable from any test module because tests/conftest.py puts this directory on sys.path.
+Imported as `from tests.helpers import ...`: tests/ is a package (no sys.path changes).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def free_port() -> int:
 def default_db_url(tmp_path: Path) -> str:
     """The test's database: a SQLite file under tmp_path, or (NOTES_SERVER_TEST_DB=postgresql)
     a throw-away migrated PostgreSQL database, dropped when the test ends."""
-    import pg_support
+    from tests import pg_support
 
     if pg_support.on_postgresql():
         return pg_support.database_url(tmp_path)

@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from helpers import subprocess_env
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine, update
@@ -26,6 +25,7 @@ from notes_server.protocol.envelope import EncodedResult, encode_result
 from notes_server.security import uri
 from notes_server.store import grants, notes, search
 from notes_server.store.engine import read_tx, write_tx
+from tests.helpers import subprocess_env
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL
-from purge_support import (
+from sqlalchemy import Engine, text
+from starlette.testclient import TestClient
+
+from notes_server.store.engine import write_tx
+from tests.approval.purge_support import (
     WS,
     add_note,
     approve,
@@ -18,10 +21,7 @@ from purge_support import (
     round_of,
     sign_in,
 )
-from sqlalchemy import Engine, text
-from starlette.testclient import TestClient
-
-from notes_server.store.engine import write_tx
+from tests.transports.http_support import LOOPBACK_URL
 
 
 @pytest.fixture

@@ -6,15 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from http_support import rpc
-from purge_support import (
-    WS,
-    add_note,
-    approve,
-    purge,
-    round_of,
-    sign_in,
-)
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -24,6 +15,15 @@ from notes_server.errors import STATE_REJECTED
 from notes_server.store import notes
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.tools.services import Services, utc_now
+from tests.approval.purge_support import (
+    WS,
+    add_note,
+    approve,
+    purge,
+    round_of,
+    sign_in,
+)
+from tests.transports.http_support import rpc
 
 
 def live_ids(engine: Engine) -> set[str]:

@@ -11,13 +11,21 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import HttpServer, start_http_server
-from purge_support import add_note, approve, csrf_of, form_post, open_link, purge, round_of
 from sqlalchemy import Engine, text
 
 from notes_server.config import Settings
 from notes_server.errors import STATE_REJECTED
+from tests.approval.purge_support import (
+    add_note,
+    approve,
+    csrf_of,
+    form_post,
+    open_link,
+    purge,
+    round_of,
+)
+from tests.helpers import free_port
+from tests.transports.http_support import HttpServer, start_http_server
 
 RETRIES = 6
 

@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from helpers import ServerProcess
-from purge_support import (
+from sqlalchemy import Engine, text
+
+from tests.approval.purge_support import (
     URL_CAPS,
     WS,
     add_note,
@@ -22,7 +23,7 @@ from purge_support import (
     form_post,
     open_link,
 )
-from sqlalchemy import Engine, text
+from tests.helpers import ServerProcess
 
 
 def call_purge(server: ServerProcess, **extra: Any) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
-from helpers import workspace_refusal
 from sqlalchemy import Engine
+
+from tests.apps.apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 ELICITING: dict[str, Any] = {**APPS, "elicitation": {"form": {}}}

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import (
+
+from tests.concurrency.harness import (
     WORKSPACE,
     Db,
     Server,
@@ -26,7 +27,7 @@ from harness import (
     state_nonce,
     stop_servers,
 )
-from helpers import workspace_refusal
+from tests.helpers import workspace_refusal
 
 TITLE = "revoked between rounds"
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import ServerProcess, workspace_refusal
-from legacy_support import NOTES, LegacyClient
 
 from notes_server.security.keyring import KeyRing
+from tests.helpers import ServerProcess, workspace_refusal
+from tests.legacy.legacy_support import NOTES, LegacyClient
 
 SHARED = "file:///srv/shared"
 ROOTS_CLIENT: dict[str, Any] = {"elicitation": {}, "roots": {"listChanged": True}}

@@ -3,23 +3,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
+from oauth_support import OAUTH, WS_A, WS_B, WS_C, Flow, set_password
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "transports"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from http_support import LOOPBACK_URL
-from oauth_support import OAUTH, WS_A, WS_B, WS_C, Flow, set_password
 
 from notes_server.app import create_http_app
 from notes_server.config import Settings
 from notes_server.tools.services import Services
+from tests.transports.http_support import LOOPBACK_URL
 
 
 @pytest.fixture

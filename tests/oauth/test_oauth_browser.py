@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,12 +22,11 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import start_http_server
 from oauth_support import WS_A, WS_B, pkce, query_of, set_password
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "approval"))
-from test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip
+from tests.approval.test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip
+from tests.helpers import free_port
+from tests.transports.http_support import start_http_server
 
 SCRIPT = Path(__file__).resolve().parent / "oauth_browser.mjs"
 

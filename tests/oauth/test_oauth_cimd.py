@@ -271,8 +271,8 @@ def test_a_confined_server_fetches_a_development_metadata_document(
 ) -> None:
     """The fetch runs inside the sandboxed server (`--sandbox require`): with
     `--oauth-dev-addresses` outgoing TCP is open, and the document on loopback is used."""
-    from helpers import free_port
-    from http_support import start_http_server
+    from tests.helpers import free_port
+    from tests.transports.http_support import start_http_server
 
     url = documents + "/confined.json"
     serve(documents, "/confined.json", client_document(url))

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from helpers import free_port
-from http_support import start_http_server
 from oauth_support import WS_A, csrf_of, set_password
 
 from notes_server.cli import main
+from tests.helpers import free_port
+from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".conformance" / "node_modules"

@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from http_support import rpc
 from oauth_support import ISSUER, RESOURCE, WS_A, WS_B, WS_C, Flow, csrf_of, query_of
 from starlette.testclient import TestClient
+
+from tests.transports.http_support import rpc
 
 
 def call(client: TestClient, token: str | None, workspace: str) -> Any:

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from helpers import free_port
-from http_support import start_http_server
 from oauth_support import WS_A, WS_B, csrf_of, query_of, set_password
 
 from notes_server.security.keyring import KeyRing
+from tests.helpers import free_port
+from tests.transports.http_support import start_http_server
 
 mcp_client = pytest.importorskip("mcp.client.client")
 mcp_http = pytest.importorskip("mcp.client.streamable_http")

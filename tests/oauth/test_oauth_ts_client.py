@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import start_http_server
 from oauth_support import WS_A, WS_B, csrf_of, set_password
+
+from tests.helpers import free_port
+from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / ".clients" / "node_modules" / "@modelcontextprotocol" / "sdk"

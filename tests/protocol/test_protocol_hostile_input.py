@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import make_request
 
 from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import DecodeFailure, decode
 from notes_server.tools.schema import validate
+from tests.helpers import make_request
 
 Call = Callable[..., dict[str, Any]]
 NOTES = "file:///home/alice/notes"

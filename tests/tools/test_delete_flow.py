@@ -9,7 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from confirm_support import (
+
+from notes_server.store import notes
+from notes_server.store.engine import write_tx
+from notes_server.store.notes import NoteRecord
+from tests.helpers import workspace_refusal
+from tests.tools.confirm_support import (
     ARCHIVE,
     BOTH_OR_NEITHER,
     CANCEL,
@@ -34,11 +39,6 @@ from confirm_support import (
     structured,
     tool_error,
 )
-from helpers import workspace_refusal
-
-from notes_server.store import notes
-from notes_server.store.engine import write_tx
-from notes_server.store.notes import NoteRecord
 
 TITLE = "TPS report"
 per_kind = pytest.mark.parametrize("kind", KINDS, ids=str)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import workspace_refusal
 from sqlalchemy import Engine
 
 from notes_server.cli import main
 from notes_server.store import folders
 from notes_server.store.engine import write_tx
 from notes_server.tools.services import utc_now
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 Grant = Callable[..., str]

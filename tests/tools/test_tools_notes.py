@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from helpers import workspace_refusal
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -22,6 +21,7 @@ from notes_server.security.uri import parse_note_path
 from notes_server.tools.create import slug_path
 from notes_server.tools.schema import validate
 from notes_server.tools.services import Services
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 Grant = Callable[..., str]

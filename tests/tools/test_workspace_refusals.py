@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import workspace_refusal
 
 from notes_server.errors import WORKSPACE_DENIED
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 NOTES = "file:///home/alice/notes"

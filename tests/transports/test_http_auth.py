@@ -20,8 +20,6 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from helpers import workspace_refusal
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -32,6 +30,8 @@ from notes_server.store import tokens
 from notes_server.store.engine import write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 ISSUER = "https://issuer.example"
 AUDIENCE = "https://notes.example/mcp"
@@ -65,7 +65,7 @@ def http_settings(jwks_file: Path) -> HttpSettings:
 def client(
     settings: Settings, services: Services, http_settings: HttpSettings
 ) -> Iterator[TestClient]:
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     app = create_http_app(settings, http_settings, Services(settings, engine=services.engine))
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:
         yield test_client

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from helpers import make_request
-from http_support import mcp_headers
 from sqlalchemy import Engine
 
 from notes_server.app import create_http_app
@@ -28,6 +26,8 @@ from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_fastpath import McpPostFastPath
 from notes_server.transports.http_limits import BodyTooLarge, BodyTooSlow, BoundedBody
+from tests.helpers import make_request
+from tests.transports.http_support import mcp_headers
 
 Message = dict[str, Any]
 Outcome = tuple[int, list[tuple[bytes, bytes]], bytes]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 from starlette.datastructures import Headers
 from starlette.testclient import TestClient
 
@@ -20,6 +19,7 @@ from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.transports.http_guard import OriginHostGuard
 from notes_server.transports.http_protocol import HEADER_TIMEOUT_S, MAX_HEAD_BYTES
+from tests.transports.http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 
 HOST_REFUSED = "Forbidden: Host not allowed"
 ORIGIN_REFUSED = "Forbidden: Origin not allowed"

@@ -17,8 +17,6 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from helpers import workspace_refusal
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -32,6 +30,8 @@ from notes_server.transports.http_server import (
     prepare,
     startup_problem,
 )
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 ISSUER = "https://idp.example"
 AUDIENCE = "https://notes.example/mcp"
@@ -69,7 +69,7 @@ def public_jwk(key: Key, **members: str) -> dict[str, Any]:
 @pytest.fixture
 def make_client(tmp_path: Path, settings: Settings, services: Services) -> Iterator[MakeClient]:
     """make_client(*jwks entries, client_ids=()) -> a TestClient accepting JWTs from ISSUER."""
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     clients: list[TestClient] = []
 
     def _make(*entries: dict[str, Any], client_ids: tuple[str, ...] = ()) -> TestClient:

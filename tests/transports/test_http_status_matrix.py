@@ -13,14 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import make_request
-from http_support import (
-    BASE_HEADERS,
-    LOOPBACK_URL,
-    HttpServer,
-    mcp_headers,
-    start_http_server,
-)
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
@@ -29,6 +21,14 @@ from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from tests.helpers import make_request
+from tests.transports.http_support import (
+    BASE_HEADERS,
+    LOOPBACK_URL,
+    HttpServer,
+    mcp_headers,
+    start_http_server,
+)
 
 Headers = list[tuple[str, str | bytes]]
 FORM = {"elicitation": {"form": {}}}
@@ -291,7 +291,7 @@ def client(request: pytest.FixtureRequest, database: tuple[Path, str]) -> Iterat
         db_url=database[1],
         principal="alice",
         state_keys=KeyRing.generate_spec(),
-        tools_modules=("http_support",),
+        tools_modules=("tests.transports.http_support",),
     )
     app = create_http_app(settings, HttpSettings(auth="none"))
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:

@@ -16,14 +16,14 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import workspace_refusal
-from http_support import HttpServer, LegacyHttpHost, server_instances
 from sqlalchemy import Engine
 
 from notes_server.legacy.roots import ROOTS_WAIT_S
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
 NOTES = "file:///home/alice/notes"
 SHARED = "file:///srv/shared"

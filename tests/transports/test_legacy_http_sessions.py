@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -26,6 +25,7 @@ from notes_server.security.tokens import create_token
 from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
+from tests.transports.http_support import LOOPBACK_URL
 
 NOTES = "file:///home/alice/notes"
 BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -101,7 +101,9 @@ def workers(
     """Two apps (as two worker processes would build them) on one database."""
     grant("alice", NOTES)
     # A short confirmation lifetime bounds how long a stream may wait for an answer here.
-    settings = dataclasses.replace(settings, tools_modules=("http_support",), state_ttl=5.0)
+    settings = dataclasses.replace(
+        settings, tools_modules=("tests.transports.http_support",), state_ttl=5.0
+    )
     clients = []
     for _ in range(2):
         services = Services(settings, engine=migrated_engine, clock=clock)

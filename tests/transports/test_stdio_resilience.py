@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ServerProcess, make_request
 from sqlalchemy import Engine
 
 from notes_server.protocol.dispatch import McpServer
 from notes_server.transports.stdio import Frame, LineReader, LineWriter, serve_stdio
+from tests.helpers import ServerProcess, make_request
 
 Spawn = Callable[..., ServerProcess]
 HERE = Path(__file__).resolve().parent
