@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from oauth_support import OAUTH, WS_A, WS_B, WS_C, Flow, set_password
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import Settings
 from notes_server.tools.services import Services
+from tests.oauth.oauth_support import OAUTH, WS_A, WS_B, WS_C, Flow, set_password
 from tests.transports.http_support import LOOPBACK_URL
 
 

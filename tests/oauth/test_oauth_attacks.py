@@ -7,9 +7,10 @@ import secrets
 from typing import Any
 
 import pytest
-from oauth_support import ISSUER, WS_A, Flow, csrf_of, query_of
 from starlette.testclient import TestClient
-from test_oauth_flow import call
+
+from tests.oauth.oauth_support import ISSUER, WS_A, Flow, csrf_of, query_of
+from tests.oauth.test_oauth_flow import call
 
 
 def test_an_authorization_request_without_pkce_goes_back_as_invalid_request(flow: Flow) -> None:

@@ -22,10 +22,10 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from oauth_support import WS_A, WS_B, pkce, query_of, set_password
 
 from tests.approval.test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip
 from tests.helpers import free_port
+from tests.oauth.oauth_support import WS_A, WS_B, pkce, query_of, set_password
 from tests.transports.http_support import start_http_server
 
 SCRIPT = Path(__file__).resolve().parent / "oauth_browser.mjs"

@@ -13,15 +13,15 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from oauth_support import ISSUER, RESOURCE, WS_A, csrf_of, pkce, query_of
 from starlette.testclient import TestClient
-from test_oauth_flow import call
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.oauth.cimd import MetadataFetcher, MetadataRefused, address_allowed
 from notes_server.security.sandbox import abi_version
 from notes_server.tools.services import Services
+from tests.oauth.oauth_support import ISSUER, RESOURCE, WS_A, csrf_of, pkce, query_of
+from tests.oauth.test_oauth_flow import call
 
 
 class Documents(BaseHTTPRequestHandler):

@@ -6,16 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from click.testing import CliRunner, Result
-from oauth_support import WS_A, Flow
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
-from test_oauth_flow import call
 
 from notes_server.cli import main
 from notes_server.config import Settings
 from notes_server.security.passwords import verify_password
 from notes_server.store import oauth
 from notes_server.store.engine import read_tx
+from tests.oauth.oauth_support import WS_A, Flow
+from tests.oauth.test_oauth_flow import call
 
 
 def cli(settings: Settings, *args: str, stdin: str | None = None) -> Result:

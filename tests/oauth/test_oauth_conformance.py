@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from oauth_support import WS_A, csrf_of, set_password
 
 from notes_server.cli import main
 from tests.helpers import free_port
+from tests.oauth.oauth_support import WS_A, csrf_of, set_password
 from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from oauth_support import ISSUER, RESOURCE, WS_A, WS_B, WS_C, Flow, csrf_of, query_of
 from starlette.testclient import TestClient
 
+from tests.oauth.oauth_support import ISSUER, RESOURCE, WS_A, WS_B, WS_C, Flow, csrf_of, query_of
 from tests.transports.http_support import rpc
 
 

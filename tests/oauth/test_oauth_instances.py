@@ -10,9 +10,9 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from oauth_support import WS_A, csrf_of, pkce, query_of, set_password
 
 from tests.helpers import free_port
+from tests.oauth.oauth_support import WS_A, csrf_of, pkce, query_of, set_password
 from tests.transports.http_support import SHARED_STATE_KEYS, start_http_server
 
 

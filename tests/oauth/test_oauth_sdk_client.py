@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from oauth_support import WS_A, WS_B, csrf_of, query_of, set_password
 
 from notes_server.security.keyring import KeyRing
 from tests.helpers import free_port
+from tests.oauth.oauth_support import WS_A, WS_B, csrf_of, query_of, set_password
 from tests.transports.http_support import start_http_server
 
 mcp_client = pytest.importorskip("mcp.client.client")

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from oauth_support import WS_A, WS_B, csrf_of, set_password
 
 from tests.helpers import free_port
+from tests.oauth.oauth_support import WS_A, WS_B, csrf_of, set_password
 from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
