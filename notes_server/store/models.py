@@ -141,6 +141,11 @@ FTS_TABLE = "notes_fts"
 # by raw SQL like the FTS5 table, so not part of the models.
 SEARCH_VECTOR = "search_vector"
 SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
+# Substring search for scripts written without spaces (migration 0010): on SQLite a second FTS5
+# table with the trigram tokenizer (its name starts with FTS_TABLE, so it shares its handling),
+# on PostgreSQL pg_trgm GIN indexes on the title and the body.
+TRIGRAM_TABLE = "notes_fts_tri"
+TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_trgm")
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
 # the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the
