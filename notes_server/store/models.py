@@ -9,8 +9,10 @@ from __future__ import annotations
 from sqlalchemy import (
     Boolean,
     Column,
+    ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -244,3 +246,33 @@ purge_approvals_table = Table(
     Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
     Index("ix_purge_approvals_expires", "expires_at"),
 )
+
+# Semantic search (migration 0010): a note's passages (by heading and paragraph) and their
+# vectors, the source of truth for the semantic index, each with the model that embedded it.
+# Deleting the note deletes them (the foreign key, and on SQLite the trigger too).
+passages_table = Table(
+    "search_passages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("note_seq", Integer, ForeignKey("notes.seq", ondelete="CASCADE"), nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("section", String(200), nullable=True),
+    Column("text", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    # float32 little-endian, unit length.
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_search_passages_note", "note_seq"),
+)
+
+# The outbox of the semantic index: a row per note whose passages are to be (re)embedded,
+# written by triggers in the note's own write transaction (writes never wait for the model).
+# `generation` grows with every change; an indexer deletes the row only if it embedded the
+# generation it claimed. `claimed_until` lets instances share the work (SKIP LOCKED).
+outbox_table = Table(
+    "search_outbox",
+    metadata,
+    Column("note_seq", Integer, primary_key=True, autoincrement=False),
+    Column("generation", Integer, nullable=False),
+    Column("claimed_until", TZ, nullable=True),
+)
+OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")
