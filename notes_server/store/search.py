@@ -109,7 +109,7 @@ class RankedSearch(_NewestFirst):
             return self._recent(conn, params, include_archived)
         ranked = self.ranked(conn, workspace, parsed, include_archived=include_archived)
         page = ranked[offset : offset + limit]
-        records = self._notes(conn, workspace, [r.seq for r in page])
+        records = notes_by_seq(conn, workspace, [r.seq for r in page])
         hits = []
         for seq, score in page:
             record = records[seq]
@@ -128,16 +128,6 @@ class RankedSearch(_NewestFirst):
         self, conn: Connection, workspace: str, query: Query, include_archived: bool
     ) -> tuple[list[Candidate], int]:
         raise NotImplementedError
-
-    def _notes(self, conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
-        if not seqs:
-            return {}
-        rows = conn.execute(
-            select(*COLUMNS, notes.c.seq).where(
-                notes.c.seq.in_(seqs), notes.c.workspace == workspace
-            )
-        ).all()
-        return {r[10]: NoteRecord.from_row(r) for r in rows}
 
     @staticmethod
     def _total(conn: Connection, workspace: str, include_archived: bool) -> int:
@@ -161,6 +151,16 @@ class RankedSearch(_NewestFirst):
         ]
 
 
+def notes_by_seq(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+    """The notes of these seqs that are in the workspace, by seq."""
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        select(*COLUMNS, notes.c.seq).where(notes.c.seq.in_(seqs), notes.c.workspace == workspace)
+    ).all()
+    return {r[10]: NoteRecord.from_row(r) for r in rows}
+
+
 def _fts_word(word: str, title: bool = False) -> str:
     # Terms hold letters, marks and digits only (search_terms.words): no quote to escape.
     return ("{title} : " if title else "") + f'"{word}"*'
@@ -180,9 +180,7 @@ def sqlite_candidates(query: Query, include_archived: bool) -> tuple[str, dict[s
         if not term.substring:
             params[f"h{i}"], params[f"t{i}"] = _fts_word(term.text), _fts_word(term.text, True)
             held.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :h{i})")
-            titled.append(
-                f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :t{i})"
-            )
+            titled.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :t{i})")
             if i in content:
                 any_words.append(_fts_word(term.text))
         elif len(term.text) >= 3:

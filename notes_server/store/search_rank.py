@@ -143,7 +143,8 @@ def snippet(body: str, query: Query | None) -> tuple[str, str | None]:
     """(snippet, section): the passage of the body that matches the most terms, cut around
     its first match and the matches marked `**`; without a query or a match, the start."""
     parts = passages(body) or [Passage(None, "")]
-    best, best_marks = parts[0], []
+    best = parts[0]
+    best_marks: list[tuple[int, int]] = []
     if query is not None:
         for part in parts:
             marks = _marks(part.text, query)

@@ -22,16 +22,17 @@ MAX_TERMS = 16
 
 # Common English function words: matched and counted, but weighed down in the ranking and
 # never enough on their own to make a note a hit when the query has other words.
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves""".split()
-)
+_STOP_TEXT = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 _SPACELESS = (
     (0x0E00, 0x0EFF),  # Thai, Lao

@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
+
+if TYPE_CHECKING:
+    from notes_server.store.search import SearchHit
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -125,19 +128,32 @@ class SearchNotes(Tool):
             workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
             digest = _query_digest(workspace.uri, query, include_archived, mode)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
-            page = {"include_archived": include_archived, "limit": limit + 1, "offset": offset}
+            hits: list[tuple[SearchHit, tuple[str, ...]]]
             if mode == "keyword" or not query:
-                hits = [
-                    (h, ("keyword",) if query else ())
-                    for h in search.search(conn, workspace.uri, query or None, **page)
-                ]
+                signals: tuple[str, ...] = ("keyword",) if query else ()
+                found = search.search(
+                    conn,
+                    workspace.uri,
+                    query or None,
+                    include_archived=include_archived,
+                    limit=limit + 1,
+                    offset=offset,
+                )
+                hits = [(h, signals) for h in found]
             else:
                 from notes_server.store import hybrid
 
-                found = hybrid.search(
-                    conn, workspace.uri, query, mode, self.services.embedder(), **page
+                fused = hybrid.search(
+                    conn,
+                    workspace.uri,
+                    query,
+                    mode,
+                    self.services.embedder(),
+                    include_archived=include_archived,
+                    limit=limit + 1,
+                    offset=offset,
                 )
-                hits = [(h.hit, h.matched_by) for h in found]
+                hits = [(h.hit, h.matched_by) for h in fused]
         items = []
         for hit, matched_by in hits[:limit]:
             item = {

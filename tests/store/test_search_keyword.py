@@ -85,7 +85,9 @@ def test_a_query_of_only_stop_words_still_matches_them(migrated_engine: Engine) 
 
 def test_diacritics_are_folded_and_snippets_mark_the_words(migrated_engine: Engine) -> None:
     if migrated_engine.dialect.name != "sqlite":
-        pytest.skip("diacritic folding is FTS5's unicode61 tokenizer (tsvector 'simple' keeps them)")
+        pytest.skip(
+            "diacritic folding is FTS5's unicode61 tokenizer (tsvector 'simple' keeps them)"
+        )
     (cafe,) = _insert(migrated_engine, MINE, [("Café", "a crème brûlée at the café")])
     (hit,) = _found(migrated_engine, "cafe creme")
     assert hit.note.id == cafe
@@ -142,12 +144,16 @@ def test_an_attacker_workspace_of_near_duplicates_changes_no_rank_or_score(
         ],
     )
     queries = ["hiring plan for next quarter", "plan", "季度预算", "budget hiring"]
-    before = {q: [(h.note.id, h.rank, h.snippet) for h in _found(migrated_engine, q)] for q in queries}
+    before = {
+        q: [(h.note.id, h.rank, h.snippet) for h in _found(migrated_engine, q)] for q in queries
+    }
     assert all(before.values())
     dupes = [("hiring plan", "hiring plan next quarter budget 季度预算")] * 60
     dupes += [("plan", "plan plan plan")] * 60
     _insert(migrated_engine, THEIRS, dupes)
-    after = {q: [(h.note.id, h.rank, h.snippet) for h in _found(migrated_engine, q)] for q in queries}
+    after = {
+        q: [(h.note.id, h.rank, h.snippet) for h in _found(migrated_engine, q)] for q in queries
+    }
     assert after == before
     assert all(len(_found(migrated_engine, q, workspace=THEIRS)) > 0 for q in queries)
 
@@ -179,7 +185,12 @@ def test_pages_are_stable_slices_of_one_ranking(migrated_engine: Engine) -> None
     with read_tx(migrated_engine) as conn:
         for offset in range(0, 50, 10):
             page = search.search(
-                conn, MINE, "alpha beta gamma delta", include_archived=False, limit=10, offset=offset
+                conn,
+                MINE,
+                "alpha beta gamma delta",
+                include_archived=False,
+                limit=10,
+                offset=offset,
             )
             pages.extend(h.note.id for h in page)
     assert pages == whole

@@ -243,15 +243,18 @@ def test_search_hits_carry_a_highlighted_snippet(call_tool: Call, notes_ws: str)
     assert "**okapi**" in hit["snippet"]
 
 
-def test_search_matches_word_prefixes_and_requires_every_word(
+def test_search_matches_word_prefixes_and_ranks_notes_with_every_word_first(
     call_tool: Call, notes_ws: str
 ) -> None:
     both = created(call_tool, "Trip", "planning the budget for the trip")
-    created(call_tool, "Budget", "only money")
+    one = created(call_tool, "Budget", "only money")
+    created(call_tool, "Lunch", "soup")
 
-    hits = search(call_tool, query="plan budg")["notes"]
+    hits = search(call_tool, query="plan budg", mode="keyword")["notes"]
 
-    assert [h["id"] for h in hits] == [both["id"]]
+    assert [h["id"] for h in hits] == [both["id"], one["id"]]
+    assert [h["matchedBy"] for h in hits] == [["keyword"], ["keyword"]]
+    assert hits[0]["score"] > hits[1]["score"]
 
 
 def test_search_treats_query_syntax_as_plain_words(call_tool: Call, notes_ws: str) -> None:
