@@ -9,6 +9,7 @@ embedding (lazily: the cold start to `server/discover` does not pay for it).
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import threading
@@ -29,8 +30,15 @@ class ModelUnavailable(Exception):
     """The semantic extra is missing or its bundled model is damaged (message: one line)."""
 
 
+def _spec() -> importlib.machinery.ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(MODULE)
+    except (ImportError, ValueError):  # a finder that refuses it: not installed
+        return None
+
+
 def installed() -> bool:
-    return importlib.util.find_spec(MODULE) is not None
+    return _spec() is not None
 
 
 def model_name() -> str:
@@ -43,7 +51,7 @@ def model_name() -> str:
 
 def check() -> str:
     """The model's name if its bundled files are present and sane; ModelUnavailable if not."""
-    spec = importlib.util.find_spec(MODULE)
+    spec = _spec()
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(
             f"semantic search needs the 'semantic' extra ({PACKAGE}): "
