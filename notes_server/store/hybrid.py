@@ -1,6 +1,7 @@
 """Hybrid search: the keyword ranking and the semantic ranking of one scope, fused by
 reciprocal rank fusion (score = sum of 1 / (K + rank) over the lists a note is in; ties by
-seq), so the fused order is a pure function of the two lists. Both lists are computed over the
+seq), so the fused order is a pure function of the two lists; keyword hits holding the exact
+phrase or every word of the query stay on top, as in keyword mode. Both lists are computed over the
 scope alone (keyword.RankedSearch, semantic.semantic_ranked)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from sqlalchemy import Connection
 
 from notes_server.store import search as keyword
 from notes_server.store import semantic
-from notes_server.store.search_rank import snippet
+from notes_server.store.search_rank import complete, snippet
 from notes_server.store.search_terms import parse
 
 RRF_K = 60
@@ -22,16 +23,24 @@ class FusedHit(NamedTuple):
     matched_by: tuple[str, ...]
 
 
-def fuse(keyword: list[int], semantic_: list[int]) -> list[tuple[int, float, tuple[str, ...]]]:
-    """(seq, fused score, signals) best first, from two ranked lists of seqs."""
+def fuse(
+    keyword: list[int], semantic_: list[int], pinned: int = 0
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """(seq, fused score, signals) best first, from two ranked lists of seqs. The first
+    `pinned` keyword hits (the exact phrase or every word) stay first, in keyword order, their
+    score raised by 1; the rest are in fused order."""
     scores: dict[int, float] = {}
     signals: dict[int, list[str]] = {}
     for name, ranked in (("keyword", keyword), ("semantic", semantic_)):
         for rank, seq in enumerate(ranked, start=1):
             scores[seq] = scores.get(seq, 0.0) + 1.0 / (RRF_K + rank)
             signals.setdefault(seq, []).append(name)
-    fused = [(seq, round(score, 9), tuple(signals[seq])) for seq, score in scores.items()]
-    fused.sort(key=lambda f: (-f[1], f[0]))
+    top = {seq: i for i, seq in enumerate(keyword[:pinned])}
+    fused = [
+        (seq, round(score + (seq in top), 9), tuple(signals[seq]))
+        for seq, score in scores.items()
+    ]
+    fused.sort(key=lambda f: (f[0] not in top, top.get(f[0], 0), -f[1], f[0]))
     return fused
 
 
@@ -59,7 +68,10 @@ def search(
     if mode == "semantic":
         fused = [(h.seq, h.similarity, ("semantic",)) for h in nearest]
     else:
-        fused = fuse([r.seq for r in ranked], [h.seq for h in nearest])
+        pinned = 0
+        while pinned < len(ranked) and parsed is not None and complete(parsed, ranked[pinned]):
+            pinned += 1
+        fused = fuse([r.seq for r in ranked], [h.seq for h in nearest], pinned)
     page = fused[offset : offset + limit]
     if not page:
         return []

@@ -71,6 +71,11 @@ def rank(query: Query, candidates: Sequence[Candidate], total: int) -> list[Rank
     return ranked
 
 
+def complete(query: Query, ranked: Ranked) -> bool:
+    """Whether the note holds the exact phrase or every content term (the top tiers)."""
+    return ranked.score >= 1000 or int(ranked.score % 1000) // 20 >= len(query.content)
+
+
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TOKEN = re.compile(r"[^\W_]+|\S", re.UNICODE)
 SNIPPET_WORDS = 24

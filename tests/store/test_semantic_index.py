@@ -168,3 +168,9 @@ def test_fusion_is_a_pure_function_of_the_two_lists() -> None:
     assert dict((s, m) for s, _, m in first)[3] == ("keyword", "semantic")
     # Equal fused scores are ordered by seq, whichever list came first.
     assert [s for s, _, _ in hybrid.fuse([2], [1])] == [1, 2]
+
+
+def test_keyword_hits_holding_every_word_stay_on_top_of_the_fusion() -> None:
+    fused = hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=1)
+    assert [seq for seq, _, _ in fused] == [4, 2, 8, 9]
+    assert fused[0][1] > 1 > fused[1][1]
