@@ -145,17 +145,21 @@ def _marks(text: str, query: Query) -> list[tuple[int, int]]:
 
 
 def snippet(body: str, query: Query | None) -> tuple[str, str | None]:
-    """(snippet, section): the passage of the body that matches the most terms, cut around
-    its first match and the matches marked `**`; without a query or a match, the start."""
+    """(snippet, section): the passage of the body that holds the most terms (a quick
+    case-folded substring count picks it), cut around its first match, the matches marked
+    `**`; without a query or a match, the start."""
     parts = passages(body) or [Passage(None, "")]
     best = parts[0]
-    best_marks: list[tuple[int, int]] = []
     if query is not None:
+        needles = {t.text for t in query.terms} | {fold(t.text) for t in query.terms}
+        best_count = 0
         for part in parts:
-            marks = _marks(part.text, query)
-            if len(marks) > len(best_marks):
-                best, best_marks = part, marks
-    return _window(best.text, best_marks), best.section
+            lowered = part.text.casefold()
+            count = sum(1 for n in needles if n in lowered)
+            if count > best_count:
+                best, best_count = part, count
+    marks = _marks(best.text, query) if query is not None else []
+    return _window(best.text, marks), best.section
 
 
 def _window(text: str, marks: list[tuple[int, int]]) -> str:

@@ -14,6 +14,7 @@ word prefix with diacritics folded (FTS5 `unicode61 remove_diacritics 2`).
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import NamedTuple
 
@@ -144,6 +145,7 @@ def parse(text: str) -> Query | None:
     return Query(tuple(terms), phrase)
 
 
+@functools.lru_cache(maxsize=4096)
 def fold(text: str) -> str:
     """Case and diacritics folded, as the word index compares words."""
     decomposed = unicodedata.normalize("NFD", text.casefold())
