@@ -53,7 +53,7 @@ def index(ctx: click.Context, watch: bool, db: str | None) -> None:
     click.echo(f"embedded {passages} passages", err=True)
 
 
-@index.command("status")
+@index.command("status", epilog="Example: notes-server index status")
 @click.option("--db", default=None, metavar="URL", help="Database URL.")
 @click.pass_obj
 def index_status(obj: str | None, db: str | None) -> None:

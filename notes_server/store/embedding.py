@@ -13,7 +13,6 @@ import importlib.machinery
 import importlib.util
 import json
 import threading
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +41,17 @@ def installed() -> bool:
 
 
 def model_name() -> str:
-    """The model's name and version, stored beside every vector (a change re-embeds)."""
-    try:
-        return f"{PACKAGE}=={metadata.version(PACKAGE)}"
-    except metadata.PackageNotFoundError:
-        return f"{PACKAGE}==unknown"
+    """The model's name and version, stored beside every vector (a change re-embeds). Read
+    from the wheel's dist-info folder name: `importlib.metadata` would import `email` and
+    `socket` into every serving process."""
+    spec = _spec()
+    version = "unknown"
+    if spec is not None and spec.submodule_search_locations:
+        site = Path(next(iter(spec.submodule_search_locations))).parent
+        prefix = PACKAGE.replace("-", "_") + "-"
+        for entry in sorted(site.glob(prefix + "*.dist-info")):
+            version = entry.name[len(prefix) : -len(".dist-info")]
+    return f"{PACKAGE}=={version}"
 
 
 def check() -> str:
