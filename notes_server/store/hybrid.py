@@ -37,8 +37,7 @@ def fuse(
             signals.setdefault(seq, []).append(name)
     top = {seq: i for i, seq in enumerate(keyword[:pinned])}
     fused = [
-        (seq, round(score + (seq in top), 9), tuple(signals[seq]))
-        for seq, score in scores.items()
+        (seq, round(score + (seq in top), 9), tuple(signals[seq])) for seq, score in scores.items()
     ]
     fused.sort(key=lambda f: (f[0] not in top, top.get(f[0], 0), -f[1], f[0]))
     return fused

@@ -40,7 +40,7 @@ def test_a_note_is_found_by_meaning_once_the_background_indexer_embedded_it(
     while True:
         result = client.tool("notes_search", {"workspaceUri": NOTES, "query": "budget spending"})
         hits = result["structuredContent"]["notes"]
-        if hits and "semantic" in hits[0]["matchedBy"] or time.monotonic() > deadline:
+        if (hits and "semantic" in hits[0]["matchedBy"]) or time.monotonic() > deadline:
             break
     assert hits[0]["title"] == "Finance sync"
     assert hits[0]["matchedBy"] == ["semantic"]
