@@ -1,4 +1,5 @@
-"""notes_search: ranked full-text search, or recent notes, with opaque cursor pagination."""
+"""notes_search: keyword, semantic or hybrid search (the modes this server offers), or recent
+notes, with opaque cursor pagination scoped to the search that issued the cursor."""
 
 from __future__ import annotations
 
