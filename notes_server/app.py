@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from notes_server import __version__
-from notes_server.config import ENV_STATE_KEYS, HttpSettings, Settings, SettingsError, worker_config
+from notes_server.config import (
+    ENV_SEMANTIC,
+    ENV_STATE_KEYS,
+    HttpSettings,
+    Settings,
+    SettingsError,
+    worker_config,
+)
 from notes_server.extensions.base import Extension
 from notes_server.extensions.registry import ExtensionRegistry
 from notes_server.protocol.dispatch import McpServer
@@ -78,13 +85,29 @@ def create_app(
 
 def check_settings(settings: Settings) -> None:
     """What `build_settings` cannot check without the security layer, checked before serving:
-    malformed state keys fail at start, not at every confirmation (SettingsError, one line)."""
+    malformed state keys fail at start, not at every confirmation (SettingsError, one line);
+    so does a semantic model that is missing (when required) or damaged."""
+    check_semantic(settings)
     if settings.state_keys is None:
         return
     try:
         KeyRing.parse(settings.state_keys)
     except ValueError as exc:  # the message names the entry, never the key
         raise SettingsError(f"{ENV_STATE_KEYS}: {exc}") from None
+
+
+def check_semantic(settings: Settings) -> None:
+    """The embedding model's bundled files, checked without loading the model."""
+    if settings.semantic == "off":
+        return
+    from notes_server.store import embedding
+
+    if settings.semantic == "auto" and not embedding.installed():
+        return
+    try:
+        embedding.check()
+    except embedding.ModelUnavailable as exc:
+        raise SettingsError(f"{ENV_SEMANTIC}: {exc}") from None
 
 
 def create_http_app(

@@ -9,8 +9,10 @@ from __future__ import annotations
 from sqlalchemy import (
     Boolean,
     Column,
+    ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -141,6 +143,11 @@ FTS_TABLE = "notes_fts"
 # by raw SQL like the FTS5 table, so not part of the models.
 SEARCH_VECTOR = "search_vector"
 SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
+# Substring search for scripts written without spaces (migration 0010): on SQLite a second FTS5
+# table with the trigram tokenizer (its name starts with FTS_TABLE, so it shares its handling),
+# on PostgreSQL pg_trgm GIN indexes on the title and the body.
+TRIGRAM_TABLE = "notes_fts_tri"
+TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_trgm")
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
 # the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the
@@ -322,3 +329,33 @@ oauth_tokens_table = Table(
     Column("revoked_at", TZ, nullable=True),
     Index("ix_oauth_tokens_grant", "grant_id"),
 )
+
+# Semantic search (migration 0010): a note's passages (by heading and paragraph) and their
+# vectors, the source of truth for the semantic index, each with the model that embedded it.
+# Deleting the note deletes them (the foreign key, and on SQLite the trigger too).
+passages_table = Table(
+    "search_passages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("note_seq", Integer, ForeignKey("notes.seq", ondelete="CASCADE"), nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("section", String(200), nullable=True),
+    Column("text", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    # float32 little-endian, unit length.
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_search_passages_note", "note_seq"),
+)
+
+# The outbox of the semantic index: a row per note whose passages are to be (re)embedded,
+# written by triggers in the note's own write transaction (writes never wait for the model).
+# `generation` grows with every change; an indexer deletes the row only if it embedded the
+# generation it claimed. `claimed_until` lets instances share the work (SKIP LOCKED).
+outbox_table = Table(
+    "search_outbox",
+    metadata,
+    Column("note_seq", Integer, primary_key=True, autoincrement=False),
+    Column("generation", Integer, nullable=False),
+    Column("claimed_until", TZ, nullable=True),
+)
+OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")
