@@ -25,7 +25,7 @@ REDIRECT = "http://127.0.0.1:41999/callback"
 
 pytestmark = pytest.mark.skipif(
     not (SDK / "package.json").exists() or shutil.which("node") is None,
-    reason="TypeScript SDK not installed: run scripts/clients (needs npm and Node >= 18)",
+    reason="TypeScript SDK not installed: run scripts/clients (needs npm; Node >= 22.19)",
 )
 
 
