@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 GARBAGE = b"this is not an SQLite database, whatever its name says\n" * 200
-TMPFS_SIZE = "512k"
+TMPFS_SIZE = "2m"
 
 
 def write_garbage(path: Path) -> None:

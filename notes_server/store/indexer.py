@@ -61,14 +61,26 @@ def requeue_stale(engine: Engine, model: str) -> int:
 
 
 def watch(engine: Engine, embedder: Any, stop: threading.Event, interval: float = 1.0) -> None:
-    """Drain, then poll the outbox every `interval` seconds until `stop` is set."""
-    requeue_stale(engine, embedder.model)
+    """Drain, then poll the outbox every `interval` seconds until `stop` is set. A database
+    fault (read-only file, full disk) is one log line and a retry at the next tick: the
+    indexer never takes the server down with it, nor prints a traceback."""
+    requeued = False
     while not stop.is_set():
         try:
+            if not requeued:
+                requeue_stale(engine, embedder.model)
+                requeued = True
             drain(engine, embedder, stop=stop)
-        except Exception:  # a database fault: logged, retried at the next tick
-            log.exception("semantic indexer: batch failed")
+        except Exception as exc:
+            log.warning("semantic indexer: batch failed: %s", _cause(exc))
         stop.wait(interval)
+
+
+def _cause(exc: BaseException) -> str:
+    from notes_server.errors import database_fault
+
+    fault = database_fault(exc)
+    return fault.cause if fault is not None else type(exc).__name__
 
 
 def start_background(engine: Engine, embedder: Any) -> threading.Event:

@@ -44,6 +44,10 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOTES_SERVER_")}
     env["NOTES_SERVER_LOG_LEVEL"] = "WARNING"
     env["NOTES_SERVER_STATE_KEYS"] = OUR_STATE_KEYS
+    # The rows compare keyword search and the other tools with the peer's: a background
+    # semantic indexer would write into the shared cached database mid-run and spend CPU the
+    # peer does not. Semantic and hybrid search are measured on their own (bench_lib.retrieval).
+    env["NOTES_SERVER_SEMANTIC"] = "off"
     env["SDK_PEER_STATE_KEY"] = PEER_STATE_KEY
     env.pop("PYTHONPATH", None)
     if "ours" in SOURCE_OVERRIDE:

@@ -224,7 +224,7 @@ def test_an_oauth_access_token_cannot_approve_a_purge(flow: Flow) -> None:
 
 
 def _authenticator(flow: Flow) -> Any:
-    from oauth_support import OAUTH
+    from tests.oauth.oauth_support import OAUTH
 
     from notes_server.transports.http_auth import build_authenticator
 

@@ -98,7 +98,7 @@ def test_client_add_refuses_an_unsafe_redirect_uri(
 
 
 def _flow_for(client: TestClient, client_id: str, redirect: str) -> Any:
-    from oauth_support import pkce
+    from tests.oauth.oauth_support import pkce
 
     flow = Flow.__new__(Flow)
     flow.client, flow.redirect_uri, flow.client_id = client, redirect, client_id

@@ -204,7 +204,7 @@ def test_no_secret_is_in_any_url_after_the_first_redirect(flow: Flow) -> None:
 
 
 def test_registration_off_serves_no_registration_endpoint(settings: Any, services: Any) -> None:
-    from oauth_support import OAUTH
+    from tests.oauth.oauth_support import OAUTH
 
     from notes_server.app import create_http_app
     from notes_server.config import HttpSettings
@@ -269,7 +269,7 @@ def test_a_confidential_client_authenticates_with_its_secret(
         "http://127.0.0.1/cb",
         registered["client_id"],
     )
-    from oauth_support import pkce
+    from tests.oauth.oauth_support import pkce
 
     flow.verifier, flow.challenge = pkce()
     code = flow.code()
