@@ -224,9 +224,8 @@ def test_an_oauth_access_token_cannot_approve_a_purge(flow: Flow) -> None:
 
 
 def _authenticator(flow: Flow) -> Any:
-    from tests.oauth.oauth_support import OAUTH
-
     from notes_server.transports.http_auth import build_authenticator
+    from tests.oauth.oauth_support import OAUTH
 
     services = flow.services  # type: ignore[attr-defined]
     return build_authenticator(services.settings, OAUTH, services)

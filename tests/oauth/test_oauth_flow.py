@@ -204,10 +204,9 @@ def test_no_secret_is_in_any_url_after_the_first_redirect(flow: Flow) -> None:
 
 
 def test_registration_off_serves_no_registration_endpoint(settings: Any, services: Any) -> None:
-    from tests.oauth.oauth_support import OAUTH
-
     from notes_server.app import create_http_app
     from notes_server.config import HttpSettings
+    from tests.oauth.oauth_support import OAUTH
 
     http = HttpSettings(**{**OAUTH.__dict__, "registration": "off"})
     app = create_http_app(settings, http, services)
