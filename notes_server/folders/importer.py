@@ -157,10 +157,14 @@ def apply_draft(
         return existing
     if policy == "overwrite" and not existing.archived:
         updated = folders.replace_content(
-            conn, existing, title=draft.title, body=draft.body, updated=draft.updated
+            conn,
+            existing,
+            title=draft.title,
+            body=draft.body,
+            extra=draft.extra,
+            updated=draft.updated,
         )
         if updated is not None:
-            folders.set_extra(conn, updated.id, draft.extra)
             summary.count("updated")
         return updated
     if policy == "rename":

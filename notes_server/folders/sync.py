@@ -286,11 +286,10 @@ class _Sync:
         from notes_server.store import folders
 
         updated = folders.replace_content(
-            self.conn, note, title=draft.title, body=draft.body, updated=self.now
+            self.conn, note, title=draft.title, body=draft.body, extra=draft.extra, updated=self.now
         )
         if updated is None:
             return
-        folders.set_extra(self.conn, note.id, draft.extra)
         self.extra[note.id] = draft.extra
         self.summary.count("updated")
         self._save(updated, self.files.hashes[draft.path])

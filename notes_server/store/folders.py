@@ -10,11 +10,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from notes_server.store import content_index
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.notes import COLUMNS, NoteRecord, insert_row, title_key
+from notes_server.store.keys import title_key
+from notes_server.store.notes import COLUMNS, NoteRecord, insert_row
 
 # Built once: constructing a Core statement per row cost more than running it.
 _INSERT_EXTRA = insert(front)
@@ -70,15 +72,17 @@ def insert_imported(
         body=body,
         created=created,
         updated=updated,
+        extra=extra,
     )
     set_extra(conn, note.id, extra, new=True)
     return note
 
 
 def replace_content(
-    conn: Connection, note: NoteRecord, *, title: str, body: str, updated: datetime
+    conn: Connection, note: NoteRecord, *, title: str, body: str, extra: str, updated: datetime
 ) -> NoteRecord | None:
-    """Optimistic: new title and body if the row still has ``note.version`` (else None)."""
+    """Optimistic: new title, body and kept front matter if the row still has
+    ``note.version`` (else None); the note is indexed again."""
     result = conn.execute(
         update(notes)
         .where(notes.c.id == note.id, notes.c.version == note.version)
@@ -92,8 +96,13 @@ def replace_content(
     )
     if result.rowcount != 1:
         return None
+    set_extra(conn, note.id, extra)
     row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    return None if row is None else NoteRecord.from_row(row)
+    if row is None:
+        return None
+    replaced = NoteRecord.from_row(row)
+    content_index.index_note_content(conn, replaced, extra=extra, previous=note)
+    return replaced
 
 
 def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
@@ -102,6 +111,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     )
     if result.rowcount == 1:
         conn.execute(delete(front).where(front.c.note_id == note.id))
+        content_index.forget_note(conn, note)
         return True
     return False
 
@@ -204,7 +214,11 @@ def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | Non
     if result.rowcount != 1:
         return None
     row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    return None if row is None else NoteRecord.from_row(row)
+    if row is None:
+        return None
+    moved = NoteRecord.from_row(row)
+    content_index.index_note_content(conn, moved, previous=note)
+    return moved
 
 
 def set_mirror(

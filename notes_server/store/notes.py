@@ -9,7 +9,6 @@ mutation, re-checks included). Nothing here knows about principals or the wire.
 from __future__ import annotations
 
 import secrets
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,8 +31,10 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from notes_server.store import content_index
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
 from notes_server.store.models import grants_table as grants
+from notes_server.store.keys import title_key
 from notes_server.store.models import notes_table as notes
 from notes_server.store.types import from_stored
 
@@ -184,13 +185,6 @@ def new_note_id() -> str:
     return "note_" + secrets.token_hex(10)
 
 
-def title_key(title: str) -> str:
-    """Case-insensitive match key for titles: NFC, full Unicode case folding (NFC again, as
-    folding can decompose), whitespace runs of any kind collapsed to one space."""
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", title).casefold())
-    return " ".join(folded.split())
-
-
 class NoteStore(Protocol):
     """The notes aggregate, as tools and the CLI use it."""
 
@@ -226,9 +220,11 @@ def insert_row(
     body: str,
     created: datetime,
     updated: datetime,
+    extra: str = "",
 ) -> NoteRecord:
-    """A new live note at version 1 (portable Core); PathConflict if the path is taken. Tools
-    create with one timestamp; the folder importer keeps the file's two."""
+    """A new live note at version 1 (portable Core), its links and tags indexed (``extra``: its
+    front matter lines, kept by the caller); PathConflict if the path is taken. Tools create
+    with one timestamp; the folder importer keeps the file's two."""
     note_id = new_note_id()
     values = {
         "id": note_id,
@@ -248,7 +244,14 @@ def insert_row(
             conn.execute(insert(notes).values(**values))
     except IntegrityError as exc:
         raise PathConflict(path) from exc
-    return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+    note = NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+    content_index.index_note_content(conn, note, extra=extra, new=True)
+    return note
+
+
+# Fields whose change leaves what the note says untouched (archive, restore): not re-indexed.
+# An update of no field at all (its front matter changed) is re-indexed.
+_STATE_ONLY = frozenset({"archived", "archived_at"})
 
 
 class CoreNotes(CoreRun):
@@ -305,10 +308,16 @@ class CoreNotes(CoreRun):
         )
         if result.rowcount != 1:
             return None
-        return self.get(conn, values.get("workspace", note.workspace), note.id)
+        updated = self.get(conn, values.get("workspace", note.workspace), note.id)
+        if updated is not None and not fields.keys() <= _STATE_ONLY:
+            content_index.index_note_content(conn, updated, previous=note)
+        return updated
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool:
-        return self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) == 1
+        if self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) != 1:
+            return False
+        content_index.forget_note(conn, note)
+        return True
 
 
 class SqliteNotes(DriverRun, CoreNotes):

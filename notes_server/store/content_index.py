@@ -1,0 +1,260 @@
+"""What a note's text says about other notes: its links (resolved to notes of the same
+workspace where possible) and its tags, kept in `note_links` and `note_tags`.
+
+`index_note_content` is THE hook: every write of a note's title, body, path, workspace or
+front matter calls it in the same transaction (today `notes.insert_row`, `update_fields`,
+`folders.replace_content` and `folders.move_note`; a new write path must call it too), and
+`forget_note` runs with every delete. The index is derived data: `reindex_all` rebuilds it.
+
+Resolution, per link: the note at exactly its path, else the one note whose title key equals
+its title key (a markdown link only by path); none or several: unresolved (target_id NULL).
+A link never resolves across workspaces. When a note appears, changes title or path, moves or
+goes, the links that could name it (old and new keys) are resolved again, so a dangling link
+resolves by itself once its note exists, and an ambiguous one once only one candidate is left.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
+
+from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
+from notes_server.markup.properties import front_matter_tags
+from notes_server.markup.tags import body_tags, tag_key, unique
+from notes_server.store.keys import title_key
+from notes_server.store.models import front_matter_table as front
+from notes_server.store.models import links_table as links
+from notes_server.store.models import notes_table as notes
+from notes_server.store.models import tags_table as tags
+
+MAX_TITLE_TARGET = 500  # longer than any title: a wiki target this long can only be a path
+CHUNK = 500
+
+_DELETE_LINKS = delete(links).where(links.c.note_id == bindparam("note_id"))
+_DELETE_TAGS = delete(tags).where(tags.c.note_id == bindparam("note_id"))
+_INSERT_LINK = insert(links)
+_INSERT_TAG = insert(tags)
+_EXTRA = select(front.c.extra).where(front.c.note_id == bindparam("note_id"))
+
+
+class Indexed(Protocol):
+    """What indexing needs of a note (a `notes.NoteRecord` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
+class LinkKeys(NamedTuple):
+    """What a parsed link can match: a workspace path, a title key (None: path only)."""
+
+    path_key: str | None
+    title_key: str | None
+
+
+def link_keys(source_path: str, link: Link) -> LinkKeys | None:
+    """The keys of ``link`` in a note at ``source_path``; None if it can name no note (a
+    relative path that climbs out of the workspace)."""
+    if link.kind == MARKDOWN:
+        path = resolve_relative(source_path, link.target)
+        return None if path is None else LinkKeys(path, None)
+    path_key = unicodedata.normalize("NFC", link.target.removeprefix("/")) or None
+    key = title_key(link.target) if len(link.target) <= MAX_TITLE_TARGET else None
+    return LinkKeys(path_key, key or None)
+
+
+def note_tags(body: str, extra: str) -> list[str]:
+    """A note's tags: front matter first, then the body's, each once, as first written."""
+    return unique([*front_matter_tags(extra), *body_tags(body)])
+
+
+def index_note_content(
+    conn: Connection,
+    note: Indexed,
+    *,
+    extra: str | None = None,
+    previous: Indexed | None = None,
+    new: bool = False,
+) -> None:
+    """Rebuild the links and tags of ``note`` (as now stored), then resolve again the links
+    that could name it by its current or its ``previous`` path and title. ``extra``: its
+    front matter lines, read from the store when not given; ``new``: just inserted."""
+    if not new:
+        conn.execute(_DELETE_LINKS, {"note_id": note.id})
+        conn.execute(_DELETE_TAGS, {"note_id": note.id})
+    if extra is None:
+        extra = conn.execute(_EXTRA, {"note_id": note.id}).scalar() or ""
+    _write_links(conn, note)
+    rows = [
+        {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
+        for tag in note_tags(note.body, extra)
+    ]
+    if rows:
+        conn.execute(_INSERT_TAG, rows)
+    if previous is None:
+        _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
+    elif (previous.workspace, previous.path, previous.title) != (
+        note.workspace,
+        note.path,
+        note.title,
+    ):
+        keys = ([previous.path, note.path], [title_key(previous.title), title_key(note.title)])
+        if previous.workspace != note.workspace:
+            _reresolve(conn, previous.workspace, [previous.path], [title_key(previous.title)])
+            keys = ([note.path], [title_key(note.title)])
+        _reresolve(conn, note.workspace, *keys)
+
+
+def forget_note(conn: Connection, note: Indexed) -> None:
+    """A note is gone: drop its links and tags; links that named it resolve again (to nothing,
+    or to the one note left with that title)."""
+    conn.execute(_DELETE_LINKS, {"note_id": note.id})
+    conn.execute(_DELETE_TAGS, {"note_id": note.id})
+    _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
+
+
+def _write_links(conn: Connection, note: Indexed) -> None:
+    parsed = []
+    for position, link in enumerate(parse_links(note.body)):
+        keys = link_keys(note.path, link)
+        if keys is not None:
+            parsed.append((position, link, keys))
+    if not parsed:
+        return
+    resolve = Resolver.load(conn, note.workspace, [keys for _, _, keys in parsed])
+    conn.execute(
+        _INSERT_LINK,
+        [
+            {
+                "workspace": note.workspace,
+                "note_id": note.id,
+                "position": position,
+                "kind": link.kind,
+                "target": link.target,
+                "heading": link.heading[:500] if link.heading else None,
+                "path_key": keys.path_key,
+                "title_key": keys.title_key,
+                "target_id": resolve(keys),
+                "context": context_of(note.body, link)[:400],
+            }
+            for position, link, keys in parsed
+        ],
+    )
+
+
+class Resolver:
+    """Which note each of a set of link keys names in one workspace (two indexed reads)."""
+
+    def __init__(self, by_path: dict[str, str], by_title: dict[str, list[str]]) -> None:
+        self.by_path = by_path
+        self.by_title = by_title
+
+    @classmethod
+    def load(cls, conn: Connection, workspace: str, keys: Iterable[LinkKeys]) -> Resolver:
+        wanted = list(keys)
+        paths = sorted({k.path_key for k in wanted if k.path_key})
+        titles = sorted({k.title_key for k in wanted if k.title_key})
+        by_path: dict[str, str] = {}
+        by_title: dict[str, list[str]] = {}
+        for chunk in _chunks(paths):
+            rows = conn.execute(
+                select(notes.c.path, notes.c.id).where(
+                    notes.c.workspace == workspace, notes.c.path.in_(chunk)
+                )
+            )
+            by_path.update((str(path), str(note_id)) for path, note_id in rows)
+        for chunk in _chunks(titles):
+            rows = conn.execute(
+                select(notes.c.title_key, notes.c.id).where(
+                    notes.c.workspace == workspace, notes.c.title_key.in_(chunk)
+                )
+            )
+            for key, note_id in rows:
+                by_title.setdefault(str(key), []).append(str(note_id))
+        return cls(by_path, by_title)
+
+    def __call__(self, keys: LinkKeys) -> str | None:
+        if keys.path_key is not None and keys.path_key in self.by_path:
+            return self.by_path[keys.path_key]
+        if keys.title_key is not None:
+            found = self.by_title.get(keys.title_key, [])
+            if len(found) == 1:
+                return found[0]
+        return None
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start : start + CHUNK]
+
+
+def _reresolve(
+    conn: Connection, workspace: str, paths: Sequence[str], title_keys: Sequence[str]
+) -> None:
+    """Resolve again every link of ``workspace`` whose path or title key is among these."""
+    paths = sorted(set(paths))
+    title_keys = sorted({key for key in title_keys if key})
+    rows = conn.execute(
+        select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
+            links.c.workspace == workspace,
+            or_(links.c.path_key.in_(paths), links.c.title_key.in_(title_keys)),
+        )
+    ).all()
+    if not rows:
+        return
+    resolve = Resolver.load(conn, workspace, [LinkKeys(r[1], r[2]) for r in rows])
+    changed: list[dict[str, Any]] = []
+    for link_id, path_key, key, current in rows:
+        target = resolve(LinkKeys(path_key, key))
+        if target != current:
+            changed.append({"link_id": link_id, "target": target})
+    if changed:
+        conn.execute(
+            update(links)
+            .where(links.c.id == bindparam("link_id"))
+            .values(target_id=bindparam("target")),
+            changed,
+        )
+
+
+def reindex_all(conn: Connection, batch: int = 1000) -> int:
+    """Rebuild the index of every note (all workspaces); returns how many notes."""
+    conn.execute(delete(links))
+    conn.execute(delete(tags))
+    last = 0
+    count = 0
+    columns = (notes.c.seq, notes.c.id, notes.c.workspace, notes.c.path, notes.c.title)
+    while True:
+        rows = conn.execute(
+            select(*columns, notes.c.body, front.c.extra)
+            .outerjoin(front, front.c.note_id == notes.c.id)
+            .where(notes.c.seq > last)
+            .order_by(notes.c.seq)
+            .limit(batch)
+        ).all()
+        if not rows:
+            break
+        for row in rows:
+            note = _Row(row[1], row[2], row[3], row[4], row[5])
+            index_note_content(conn, note, extra=row[6] or "", new=True, previous=note)
+        last = rows[-1][0]
+        count += len(rows)
+    return count
+
+
+class _Row(NamedTuple):
+    id: str
+    workspace: str
+    path: str
+    title: str
+    body: str
