@@ -57,7 +57,9 @@ def parse_links(body: str) -> list[Link]:
         label = _part(body, match, 3)
         start = match.start(1) + lead
         found.append(
-            Link(WIKI, target, heading, label, match.start(), match.end(), start, start + len(target))
+            Link(
+                WIKI, target, heading, label, match.start(), match.end(), start, start + len(target)
+            )
         )
     for match in _MARKDOWN.finditer(masked):
         destination = body[match.start(2) : match.end(2)]

@@ -80,12 +80,15 @@ def _strip_comment(value: str) -> str:
     return re.sub(r"(^|\s+)#.*$", "", value).strip()
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str) -> Value:
     if len(text) >= 2 and text[0] == text[-1] == '"':
         try:
-            return json.loads(text)
+            decoded = json.loads(text)
         except ValueError:
             raise Unreadable from None
+        if not isinstance(decoded, str):
+            raise Unreadable
+        return decoded
     if len(text) >= 2 and text[0] == text[-1] == "'":
         return text[1:-1].replace("''", "'")
     if text[:1] in ("'", '"', "[", "{", "|", ">", "&", "*", "!", "%", "@", "`"):

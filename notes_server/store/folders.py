@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from notes_server.store import content_index
+from notes_server.store.keys import title_key
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.keys import title_key
 from notes_server.store.notes import COLUMNS, NoteRecord, insert_row
 
 # Built once: constructing a Core statement per row cost more than running it.

@@ -33,6 +33,7 @@ from notes_server.store.models import FTS_TABLE
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
 from notes_server.store.search_pg import FTS_WORDS, ranked_rows, ts_query
+from notes_server.store.tags import having_all
 
 _fts = table(FTS_TABLE, column("rowid"), column(FTS_TABLE))
 
@@ -126,6 +127,7 @@ class SearchStore(Protocol):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]: ...
 
 
@@ -140,6 +142,30 @@ class _NewestFirst(CoreRun):
         rows = self._all(_RECENT[include_archived], conn, params)
         return [SearchHit(self._record(r), _plain_snippet(r[4]), 0.0) for r in rows]
 
+    @staticmethod
+    def _tagged_recent(
+        conn: Connection, params: dict[str, Any], include_archived: bool, tags: Sequence[str]
+    ) -> list[SearchHit]:
+        """Most recent first among the notes carrying every tag (Core, any backend)."""
+        conditions = _scope(params["workspace"], include_archived, tags)
+        rows = conn.execute(
+            select(*COLUMNS)
+            .where(*conditions)
+            .order_by(*NEWEST_FIRST)
+            .limit(params["limit"])
+            .offset(params["offset"])
+        )
+        return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
+
+
+def _scope(workspace: str, include_archived: bool, tags: Sequence[str]) -> list[Any]:
+    """The WHERE of a search: the workspace, live notes unless archived ones are wanted, and
+    every tag asked for."""
+    conditions: list[Any] = [notes.c.workspace == workspace]
+    if not include_archived:
+        conditions.append(notes.c.archived.is_(False))
+    return conditions + having_all(workspace, tags)
+
 
 class Fts5Search(_NewestFirst):
     """SQLite FTS5, ranked by bm25, through Core (the Core-only mode on SQLite)."""
@@ -153,16 +179,43 @@ class Fts5Search(_NewestFirst):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]:
         """Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages
-        agree."""
+        agree. With tags, one Core statement filters by them beside the match."""
         match = fts_query(query) if query else None
         if query and match is None:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
+        if tags:
+            if match is None:
+                return self._tagged_recent(conn, params, include_archived, tags)
+            return self._tagged_ranked(conn, params, match, include_archived, tags)
         if match is None:
             return self._recent(conn, params, include_archived)
         return self._ranked(conn, params, match, include_archived)
+
+    @staticmethod
+    def _tagged_ranked(
+        conn: Connection,
+        params: dict[str, Any],
+        match: str,
+        include_archived: bool,
+        tags: Sequence[str],
+    ) -> list[SearchHit]:
+        rank = literal_column(_RANK, Float).label("score")
+        rows = conn.execute(
+            select(*COLUMNS, literal_column(_SNIPPET, String), rank)
+            .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
+            .where(
+                _fts.c.notes_fts.op("MATCH")(match),
+                *_scope(params["workspace"], include_archived, tags),
+            )
+            .order_by(rank, notes.c.seq)
+            .limit(params["limit"])
+            .offset(params["offset"])
+        )
+        return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
 
     def _ranked(
         self, conn: Connection, params: dict[str, Any], match: str, include_archived: bool
@@ -224,14 +277,18 @@ class TsvectorSearch(_NewestFirst):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]:
         match = ts_query(query) if query else None
         if query and match is None:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
         if match is None:
+            if tags:
+                return self._tagged_recent(conn, params, include_archived, tags)
             return self._recent(conn, params, include_archived)
-        rows = ranked_rows(conn, {**params, "query": match}, include_archived)
+        extra = having_all(workspace, tags)
+        rows = ranked_rows(conn, {**params, "query": match}, include_archived, extra)
         return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
 
 
@@ -248,16 +305,17 @@ class LikeSearch(_NewestFirst):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]:
         words = FTS_WORDS.findall(query)[:16] if query else []
         if query and not words:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
         if not words:
+            if tags:
+                return self._tagged_recent(conn, params, include_archived, tags)
             return self._recent(conn, params, include_archived)
-        conditions = [notes.c.workspace == workspace]
-        if not include_archived:
-            conditions.append(notes.c.archived.is_(False))
+        conditions = _scope(workspace, include_archived, tags)
         for word in words:
             pattern = f"%{word.lower()}%"
             conditions.append(
@@ -300,10 +358,18 @@ def search(
     include_archived: bool,
     limit: int,
     offset: int,
+    tags: Sequence[str] = (),
 ) -> list[SearchHit]:
-    """Ranked full-text search or, without a query, most recently updated first."""
+    """Ranked full-text search or, without a query, most recently updated first; with
+    ``tags``, only notes carrying every one of them."""
     return store(conn).search(
-        conn, workspace, query, include_archived=include_archived, limit=limit, offset=offset
+        conn,
+        workspace,
+        query,
+        include_archived=include_archived,
+        limit=limit,
+        offset=offset,
+        tags=tags,
     )
 
 

@@ -44,9 +44,9 @@ _WEIGHTS: ColumnElement[Any] = literal_column("'{0, 0, 0.1, 1.0}'::float4[]")
 _HEADLINE_OPTIONS = "StartSel=**, StopSel=**, MaxWords=12, MinWords=4, ShortWord=0, MaxFragments=1"
 
 
-def _statement(include_archived: bool) -> Any:
+def _statement(include_archived: bool, extra: Sequence[ColumnElement[bool]] = ()) -> Any:
     score = func.ts_rank(_WEIGHTS, _VECTOR, _QUERY, type_=Float).label("score")
-    conditions = [notes.c.workspace == bindparam("workspace"), _VECTOR.op("@@")(_QUERY)]
+    conditions = [notes.c.workspace == bindparam("workspace"), _VECTOR.op("@@")(_QUERY), *extra]
     if not include_archived:
         conditions.append(notes.c.archived.is_(False))
     page = (
@@ -77,7 +77,12 @@ def ts_query(query: str) -> str | None:
 
 
 def ranked_rows(
-    conn: Connection, params: dict[str, Any], include_archived: bool
+    conn: Connection,
+    params: dict[str, Any],
+    include_archived: bool,
+    extra: Sequence[ColumnElement[bool]] = (),
 ) -> Sequence[Sequence[Any]]:
-    """One page of ranked matches: the note columns, the headline, the score (best first)."""
-    return conn.execute(_RANKED[include_archived], params).all()
+    """One page of ranked matches: the note columns, the headline, the score (best first);
+    ``extra``: more conditions beside the match (the tag filter)."""
+    statement = _statement(include_archived, extra) if extra else _RANKED[include_archived]
+    return conn.execute(statement, params).all()
