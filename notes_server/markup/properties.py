@@ -160,7 +160,14 @@ def _render_scalar(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def with_changes(extra: str, changes: dict[str, Value | object]) -> str:
+class _Remove:
+    """The value of a key to remove, in `with_changes`."""
+
+
+REMOVE: Any = _Remove()
+
+
+def with_changes(extra: str, changes: dict[str, Any]) -> str:
     """``extra`` with each key of ``changes`` set (in place, or appended) or, for REMOVE,
     removed; every other line stays as it was."""
     remaining = dict(changes)
@@ -169,15 +176,12 @@ def with_changes(extra: str, changes: dict[str, Value | object]) -> str:
         if block.key is not None and block.key in remaining:
             value = remaining.pop(block.key)
             if value is not REMOVE:
-                out.append(render_value(block.key, value))  # type: ignore[arg-type]
+                out.append(render_value(block.key, value))
             continue
         out.extend(block.lines)
         if out and not out[-1].endswith("\n"):
             out[-1] += "\n"
     for key, value in remaining.items():
         if value is not REMOVE:
-            out.append(render_value(key, value))  # type: ignore[arg-type]
+            out.append(render_value(key, value))
     return "".join(out)
-
-
-REMOVE = object()

@@ -21,11 +21,13 @@ from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
 from notes_server.tools.folder_import import ImportFolder
+from notes_server.tools.links import NoteLinks
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
 from notes_server.tools.resources import NoteResources, NoteTemplate
 from notes_server.tools.search import SearchNotes
 from notes_server.tools.services import Services
+from notes_server.tools.tags import ListTags
 from notes_server.tools.update import UpdateNote
 
 SHIPPED: tuple[type[Tool], ...] = (
@@ -38,6 +40,8 @@ SHIPPED: tuple[type[Tool], ...] = (
     ArchiveNote,
     RestoreNote,
     ImportFolder,
+    NoteLinks,
+    ListTags,
 )
 
 

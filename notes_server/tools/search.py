@@ -8,7 +8,9 @@ import json
 from typing import Any, ClassVar
 
 from notes_server.errors import InvalidParams
+from notes_server.markup.tags import tag_key
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import TAGS_ARGUMENT, tag_arguments, tags_by_note
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
 
@@ -17,8 +19,11 @@ MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 
 
-def _query_digest(workspace: str, query: str, include_archived: bool) -> str:
-    material = json.dumps([workspace, query, include_archived], ensure_ascii=False)
+def _query_digest(
+    workspace: str, query: str, include_archived: bool, tags: list[str] | None = None
+) -> str:
+    keyed = sorted({tag_key(tag) for tag in tags or ()})
+    material = json.dumps([workspace, query, include_archived, *keyed], ensure_ascii=False)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -56,7 +61,8 @@ class SearchNotes(Tool):
     description = (
         "Full-text search over note titles and bodies in an authorized workspace, best matches "
         "first; without `query`, lists notes by most recent update. Archived notes are left out "
-        "unless `includeArchived` is true. Pass `nextCursor` back as `cursor` for more."
+        "unless `includeArchived` is true. `tags` keeps only notes carrying every one of them "
+        "(case-insensitive). Pass `nextCursor` back as `cursor` for more."
     )
     input_schema = schema(
         {
@@ -65,6 +71,7 @@ class SearchNotes(Tool):
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
             "cursor": {"type": "string", "maxLength": 200},
             "includeArchived": {"type": "boolean"},
+            "tags": TAGS_ARGUMENT,
         },
         ["workspaceUri"],
     )
@@ -85,9 +92,10 @@ class SearchNotes(Tool):
         query = (args.get("query") or "").strip()
         limit = int(args.get("limit", DEFAULT_LIMIT))
         include_archived = bool(args.get("includeArchived", False))
+        tag_filter = tag_arguments(self.name, args.get("tags"), "tags")
         with read_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
-            digest = _query_digest(workspace.uri, query, include_archived)
+            digest = _query_digest(workspace.uri, query, include_archived, tag_filter)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
             hits = search.search(
                 conn,
@@ -96,9 +104,14 @@ class SearchNotes(Tool):
                 include_archived=include_archived,
                 limit=limit + 1,
                 offset=offset,
+                tags=tag_filter,
             )
+            shown = tags_by_note(conn, [h.note for h in hits[:limit]])
         items = [
-            {**note_summary(h.note, contain(workspace, h.note)), "snippet": h.snippet}
+            {
+                **note_summary(h.note, contain(workspace, h.note), shown[h.note.id]),
+                "snippet": h.snippet,
+            }
             for h in hits[:limit]
         ]
         result: dict[str, Any] = {"notes": items}

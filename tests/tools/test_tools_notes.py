@@ -190,7 +190,8 @@ def test_read_returns_the_note(call_tool: Call, server: McpServer, notes_ws: str
 
     result = tool_result(call_tool("notes_read", {"workspaceUri": NOTES, "noteId": note["id"]}))
 
-    assert result["structuredContent"] == {"note": note}
+    no_links = {"outgoing": 0, "unresolved": 0, "incoming": 0}
+    assert result["structuredContent"] == {"note": {**note, "links": no_links}}
     assert validate(result["structuredContent"], output_schema(server, "notes_read")) is None
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
 
