@@ -217,12 +217,12 @@ def _reresolve(
     for link_id, path_key, key, current in rows:
         target = resolve(LinkKeys(path_key, key))
         if target != current:
-            changed.append({"link_id": link_id, "target": target})
+            changed.append({"link_id": link_id, "resolved_to": target})
     if changed:
         conn.execute(
             update(links)
             .where(links.c.id == bindparam("link_id"))
-            .values(target_id=bindparam("target")),
+            .values(target_id=bindparam("resolved_to")),
             changed,
         )
 

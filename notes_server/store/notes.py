@@ -309,7 +309,7 @@ class CoreNotes(CoreRun):
         if result.rowcount != 1:
             return None
         updated = self.get(conn, values.get("workspace", note.workspace), note.id)
-        if updated is not None and not fields.keys() <= _STATE_ONLY:
+        if updated is not None and not (fields and fields.keys() <= _STATE_ONLY):
             content_index.index_note_content(conn, updated, previous=note)
         return updated
 
