@@ -23,7 +23,10 @@ def shapes(body: str) -> list[tuple[str, str, str | None, str | None]]:
 
 
 def test_wiki_links_in_every_form_are_read_in_order() -> None:
-    body = "[[Plan]] then [[projects/q3.md]], [[Plan|the plan]] and [[Plan#Risks|risks]] [[Plan#Goals]]"
+    body = (
+        "[[Plan]] then [[projects/q3.md]], [[Plan|the plan]] and [[Plan#Risks|risks]] "
+        "[[Plan#Goals]]"
+    )
 
     assert shapes(body) == [
         (WIKI, "Plan", None, None),

@@ -56,6 +56,8 @@ values = st.one_of(scalars, st.lists(scalars, min_size=1, max_size=4))
 
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), values, max_size=5))
 def test_whatever_is_set_reads_back_the_same(changes: dict[str, Any]) -> None:
-    changes = {k: v for k, v in changes.items() if k not in ("id", "title", "created", "updated", "tags")}
+    changes = {
+        k: v for k, v in changes.items() if k not in ("id", "title", "created", "updated", "tags")
+    }
 
     assert properties(with_changes("", changes)) == changes

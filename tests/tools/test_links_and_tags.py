@@ -95,13 +95,27 @@ def test_every_link_form_resolves_and_shows_as_a_backlink(alice: Client, server:
 
     assert links["outgoing"] == [
         {"text": "project plan", "kind": "wiki", "resolved": True, **ref(plan)},
-        {"text": "plans/plan.md", "kind": "wiki", "resolved": True, "heading": "Goals", **ref(plan)},
-        {"text": "plans/plan.md", "kind": "markdown", "resolved": True, "heading": "Risks", **ref(plan)},
+        {
+            "text": "plans/plan.md",
+            "kind": "wiki",
+            "resolved": True,
+            "heading": "Goals",
+            **ref(plan),
+        },
+        {
+            "text": "plans/plan.md",
+            "kind": "markdown",
+            "resolved": True,
+            "heading": "Risks",
+            **ref(plan),
+        },
         {"text": "Missing note", "kind": "wiki", "resolved": False},
     ]
     assert links["counts"] == {"outgoing": 4, "unresolved": 1, "incoming": 0}
     back = alice.links(plan)
-    assert back["incoming"] == [{**ref(source), "context": back["incoming"][0]["context"], "links": 3}]
+    assert back["incoming"] == [
+        {**ref(source), "context": back["incoming"][0]["context"], "links": 3}
+    ]
     assert "[[project plan]]" in back["incoming"][0]["context"]
     assert back["counts"] == {"outgoing": 0, "unresolved": 0, "incoming": 1}
     assert alice.read(plan)["links"] == {"outgoing": 0, "unresolved": 0, "incoming": 1}
@@ -147,7 +161,9 @@ def test_an_ambiguous_title_stays_unresolved_until_one_candidate_is_left(alice: 
 def test_a_rename_rewrites_the_links_of_every_linking_note_in_one_call(alice: Client) -> None:
     target = alice.create("Old Name", path="old.md")
     sources = [
-        alice.create(f"Source {i}", f"a [[Old Name]] b [[old name|shown]] c [[Old Name#Part]] `[[Old Name]]`")
+        alice.create(
+            f"Source {i}", "a [[Old Name]] b [[old name|shown]] c [[Old Name#Part]] `[[Old Name]]`"
+        )
         for i in range(25)
     ]
     by_path = alice.create("By path", "[[old.md]] stays")
@@ -190,7 +206,8 @@ def test_a_move_rewrites_path_links_and_keeps_the_moved_notes_own_links(alice: C
     target = alice.create("Target", "[sib](sibling.md) [self](x.md) [[Sibling]]", path="a/x.md")
     sibling = alice.create("Sibling", path="a/sibling.md")
     source = alice.create(
-        "Source", "[t](../a/x.md#Top) [[a/x.md|t]] [[Target]] [web](https://e.com/a/x.md)",
+        "Source",
+        "[t](../a/x.md#Top) [[a/x.md|t]] [[Target]] [web](https://e.com/a/x.md)",
         path="b/y.md",
     )
 
@@ -321,7 +338,12 @@ def test_update_sets_changes_and_removes_tags_and_properties(alice: Client) -> N
     )["note"]
     assert first["version"] == 2
     assert first["tags"] == ["alpha", "Beta", "inline"]
-    assert first["properties"] == {"status": "draft", "priority": 2, "aliases": ["x", "y"], "ok": True}
+    assert first["properties"] == {
+        "status": "draft",
+        "priority": 2,
+        "aliases": ["x", "y"],
+        "ok": True,
+    }
 
     second = alice(
         "notes_update", noteId=note["id"], tags=[], properties={"status": "final", "priority": None}
