@@ -79,10 +79,16 @@ def insert_imported(
 
 
 def replace_content(
-    conn: Connection, note: NoteRecord, *, title: str, body: str, extra: str, updated: datetime
+    conn: Connection,
+    note: NoteRecord,
+    *,
+    title: str,
+    body: str,
+    updated: datetime,
+    extra: str | None = None,
 ) -> NoteRecord | None:
-    """Optimistic: new title, body and kept front matter if the row still has
-    ``note.version`` (else None); the note is indexed again."""
+    """Optimistic: new title, body and (unless ``extra`` is None) kept front matter if the row
+    still has ``note.version`` (else None); the note is indexed again."""
     result = conn.execute(
         update(notes)
         .where(notes.c.id == note.id, notes.c.version == note.version)
@@ -96,7 +102,8 @@ def replace_content(
     )
     if result.rowcount != 1:
         return None
-    set_extra(conn, note.id, extra)
+    if extra is not None:
+        set_extra(conn, note.id, extra)
     row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
     if row is None:
         return None
