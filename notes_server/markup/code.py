@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import lru_cache
 
 # A fence opens a line (at most three spaces in): three or more backticks or tildes.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
@@ -17,6 +18,14 @@ _BACKTICKS = re.compile(r"`+")
 
 def mask_code(text: str) -> str:
     """``text`` with fenced code blocks and inline code spans blanked (same length)."""
+    if "`" not in text and "~~~" not in text:
+        return text  # no code at all: most notes
+    return _masked(text)
+
+
+@lru_cache(maxsize=4)
+def _masked(text: str) -> str:
+    """Cached: one write reads the same body for links and for tags."""
     chars = list(text)
     _blank_fences(text, chars)
     _blank_spans("".join(chars), chars)

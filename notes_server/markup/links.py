@@ -21,8 +21,9 @@ MAX_TARGET = 1024
 CONTEXT = 60  # characters of context on each side of a backlink
 
 _WIKI = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
-# [text](destination "optional title"); an image (a leading "!") is not a link to a note.
-_MARKDOWN = re.compile(r"(?<!!)\[([^\[\]\n]*)\]\(([^()\s]+)((?:\s+\"[^\"\n]*\")?)\)")
+# [text](destination "optional title"); an image (a leading "!", checked by the caller: a
+# lookbehind here would cost the search its literal prefix) is not a link to a note.
+_MARKDOWN = re.compile(r"\[([^\[\]\n]*)\]\(([^()\s]+)((?:\s+\"[^\"\n]*\")?)\)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 # What a rewritten wiki target may not contain, or the link would read differently.
 _WIKI_UNSAFE = re.compile(r"[\[\]|#\n]")
@@ -45,6 +46,8 @@ class Link(NamedTuple):
 
 def parse_links(body: str) -> list[Link]:
     """Every link of ``body`` outside code, in order of appearance."""
+    if "[" not in body:
+        return []
     masked = mask_code(body)
     found: list[Link] = []
     for match in _WIKI.finditer(masked):
@@ -62,6 +65,8 @@ def parse_links(body: str) -> list[Link]:
             )
         )
     for match in _MARKDOWN.finditer(masked):
+        if match.start() > 0 and masked[match.start() - 1] == "!":
+            continue
         destination = body[match.start(2) : match.end(2)]
         parsed = _markdown_target(destination)
         if parsed is None:

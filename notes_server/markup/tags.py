@@ -16,7 +16,9 @@ from notes_server.markup.code import mask_code
 
 MAX_TAG = 100
 # A tag: word characters, "-" and "/" (nesting), starting with a word character.
-_BODY_TAG = re.compile(r"(?<![^\s])#(\w[\w/-]*)")
+# (Only after whitespace or at the start: checked by the caller, since a lookbehind would cost
+# the search its literal prefix.)
+_BODY_TAG = re.compile(r"#(\w[\w/-]*)")
 _TAG = re.compile(r"\w[\w/-]*")
 
 
@@ -38,10 +40,14 @@ def clean_tag(raw: str) -> str | None:
 
 def body_tags(body: str) -> list[str]:
     """The tags of ``body`` outside code, each once (by key), as first written."""
+    if "#" not in body:
+        return []
+    masked = mask_code(body)
     return unique(
         tag
-        for match in _BODY_TAG.finditer(mask_code(body))
-        if (tag := clean_tag(match.group(1))) is not None
+        for match in _BODY_TAG.finditer(masked)
+        if (match.start() == 0 or masked[match.start() - 1].isspace())
+        and (tag := clean_tag(match.group(1))) is not None
     )
 
 

@@ -19,11 +19,12 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
 from notes_server.markup.tags import body_tags, tag_key, unique
+from notes_server.store.engine import FastRead, FastWrite, driver_connection, uses_driver
 from notes_server.store.keys import title_key
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import links_table as links
@@ -33,11 +34,86 @@ from notes_server.store.models import tags_table as tags
 MAX_TITLE_TARGET = 500  # longer than any title: a wiki target this long can only be a path
 CHUNK = 500
 
-_DELETE_LINKS = delete(links).where(links.c.note_id == bindparam("note_id"))
-_DELETE_TAGS = delete(tags).where(tags.c.note_id == bindparam("note_id"))
+# The statements of every write, built once and run on the driver on SQLite (as the notes
+# repository does): building and compiling them per write cost more than running them.
+_DELETE_LINKS = FastWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
+_DELETE_TAGS = FastWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
 _INSERT_LINK = insert(links)
 _INSERT_TAG = insert(tags)
-_EXTRA = select(front.c.extra).where(front.c.note_id == bindparam("note_id"))
+_EXTRA = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+# The links that could name a note by one of two paths or two title keys (a note's old and
+# new ones; the same twice when there is one), each side through its own index.
+_WAITING = FastRead(
+    select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
+        or_(
+            and_(
+                links.c.workspace == bindparam("workspace"),
+                links.c.path_key.in_([bindparam("path1"), bindparam("path2")]),
+            ),
+            and_(
+                links.c.workspace == bindparam("workspace"),
+                links.c.title_key.in_([bindparam("title1"), bindparam("title2")]),
+            ),
+        )
+    )
+)
+_RETARGET = (
+    update(links)
+    .where(links.c.id == bindparam("link_id"))
+    .values(target_id=bindparam("resolved_to"))
+)
+
+
+_LINK_COLUMNS = (
+    "workspace",
+    "note_id",
+    "position",
+    "kind",
+    "target",
+    "heading",
+    "path_key",
+    "title_key",
+    "target_id",
+    "context",
+)
+_TAG_COLUMNS = ("note_id", "tag_key", "workspace", "tag")
+
+
+def _insert_sql(table: str, columns: Sequence[str]) -> tuple[str, Sequence[str]]:
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", columns
+
+
+_LINK_SQL = _insert_sql("note_links", _LINK_COLUMNS)
+_TAG_SQL = _insert_sql("note_tags", _TAG_COLUMNS)
+
+
+def _insert(
+    conn: Connection,
+    statement: Any,
+    driver_sql: tuple[str, Sequence[str]],
+    rows: list[dict[str, Any]],
+) -> None:
+    """Insert many rows: one executemany on the driver (plain text and numbers: no type
+    processing needed), else through Core."""
+    if uses_driver(conn):
+        sql, columns = driver_sql
+        driver_connection(conn).executemany(sql, [[row[c] for c in columns] for row in rows])
+    else:
+        conn.execute(statement, rows)
+
+
+def _write(stmt: FastWrite, conn: Connection, values: dict[str, Any]) -> None:
+    if uses_driver(conn):
+        stmt.rowcount(conn, values)
+    else:
+        conn.execute(stmt.statement, values)
+
+
+def _read(stmt: FastRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
+    if uses_driver(conn):
+        return stmt.all(conn, values)
+    return conn.execute(stmt.statement, values).all()
 
 
 class Indexed(Protocol):
@@ -90,17 +166,18 @@ def index_note_content(
     that could name it by its current or its ``previous`` path and title. ``extra``: its
     front matter lines, read from the store when not given; ``new``: just inserted."""
     if not new:
-        conn.execute(_DELETE_LINKS, {"note_id": note.id})
-        conn.execute(_DELETE_TAGS, {"note_id": note.id})
+        _write(_DELETE_LINKS, conn, {"note_id": note.id})
+        _write(_DELETE_TAGS, conn, {"note_id": note.id})
     if extra is None:
-        extra = conn.execute(_EXTRA, {"note_id": note.id}).scalar() or ""
+        found = _read(_EXTRA, conn, {"note_id": note.id})
+        extra = str(found[0][0]) if found else ""
     _write_links(conn, note)
     rows = [
         {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
         for tag in note_tags(note.body, extra)
     ]
     if rows:
-        conn.execute(_INSERT_TAG, rows)
+        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
     if previous is None:
         _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
     elif (previous.workspace, previous.path, previous.title) != (
@@ -118,8 +195,8 @@ def index_note_content(
 def forget_note(conn: Connection, note: Indexed) -> None:
     """A note is gone: drop its links and tags; links that named it resolve again (to nothing,
     or to the one note left with that title)."""
-    conn.execute(_DELETE_LINKS, {"note_id": note.id})
-    conn.execute(_DELETE_TAGS, {"note_id": note.id})
+    _write(_DELETE_LINKS, conn, {"note_id": note.id})
+    _write(_DELETE_TAGS, conn, {"note_id": note.id})
     _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
 
 
@@ -132,8 +209,10 @@ def _write_links(conn: Connection, note: Indexed) -> None:
     if not parsed:
         return
     resolve = Resolver.load(conn, note.workspace, [keys for _, _, keys in parsed])
-    conn.execute(
+    _insert(
+        conn,
         _INSERT_LINK,
+        _LINK_SQL,
         [
             {
                 "workspace": note.workspace,
@@ -166,6 +245,8 @@ class Resolver:
         titles = sorted({k.title_key for k in wanted if k.title_key})
         by_path: dict[str, str] = {}
         by_title: dict[str, list[str]] = {}
+        if uses_driver(conn):
+            return cls._on_driver(conn, workspace, paths, titles)
         for chunk in _chunks(paths):
             rows = conn.execute(
                 select(notes.c.path, notes.c.id).where(
@@ -181,6 +262,32 @@ class Resolver:
             )
             for key, note_id in rows:
                 by_title.setdefault(str(key), []).append(str(note_id))
+        return cls(by_path, by_title)
+
+    @classmethod
+    def _on_driver(
+        cls, conn: Connection, workspace: str, paths: Sequence[str], titles: Sequence[str]
+    ) -> Resolver:
+        """The same reads on pysqlite: paths and titles in one statement per chunk."""
+        driver = driver_connection(conn)
+        by_path: dict[str, str] = {}
+        by_title: dict[str, list[str]] = {}
+        wanted_paths, wanted_titles = set(paths), set(titles)
+        for start in range(0, max(len(paths), len(titles)), CHUNK):
+            some_paths = list(paths[start : start + CHUNK])
+            some_titles = list(titles[start : start + CHUNK])
+            path_marks = ", ".join("?" for _ in some_paths)
+            title_marks = ", ".join("?" for _ in some_titles)
+            sql = (
+                "SELECT path, title_key, id FROM notes WHERE workspace = ? AND "
+                f"(path IN ({path_marks}) OR title_key IN ({title_marks}))"
+            )
+            params = [workspace, *some_paths, *some_titles]
+            for path, key, note_id in driver.execute(sql, params).fetchall():
+                if path in wanted_paths:
+                    by_path[path] = note_id
+                if key in wanted_titles and note_id not in by_title.get(key, ()):
+                    by_title.setdefault(key, []).append(note_id)
         return cls(by_path, by_title)
 
     def __call__(self, keys: LinkKeys) -> str | None:
@@ -201,15 +308,18 @@ def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
 def _reresolve(
     conn: Connection, workspace: str, paths: Sequence[str], title_keys: Sequence[str]
 ) -> None:
-    """Resolve again every link of ``workspace`` whose path or title key is among these."""
-    paths = sorted(set(paths))
-    title_keys = sorted({key for key in title_keys if key})
-    rows = conn.execute(
-        select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
-            links.c.workspace == workspace,
-            or_(links.c.path_key.in_(paths), links.c.title_key.in_(title_keys)),
-        )
-    ).all()
+    """Resolve again every link of ``workspace`` whose path or title key is one of these (at
+    most two of each: a note's old and new ones)."""
+    path1, path2 = (list(paths) * 2)[:2]
+    title1, title2 = (list(title_keys) * 2)[:2]
+    values = {
+        "workspace": workspace,
+        "path1": path1,
+        "path2": path2,
+        "title1": title1,
+        "title2": title2,
+    }
+    rows = _read(_WAITING, conn, values)
     if not rows:
         return
     resolve = Resolver.load(conn, workspace, [LinkKeys(r[1], r[2]) for r in rows])
@@ -218,13 +328,13 @@ def _reresolve(
         target = resolve(LinkKeys(path_key, key))
         if target != current:
             changed.append({"link_id": link_id, "resolved_to": target})
-    if changed:
-        conn.execute(
-            update(links)
-            .where(links.c.id == bindparam("link_id"))
-            .values(target_id=bindparam("resolved_to")),
-            changed,
+    if changed and uses_driver(conn):
+        driver_connection(conn).executemany(
+            "UPDATE note_links SET target_id = ? WHERE id = ?",
+            [(row["resolved_to"], row["link_id"]) for row in changed],
         )
+    elif changed:
+        conn.execute(_RETARGET, changed)
 
 
 def reindex_all(conn: Connection, batch: int = 1000) -> int:
