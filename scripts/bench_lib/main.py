@@ -20,6 +20,7 @@ from bench_lib import (
     http_bench,
     http_load,
     legacy_http_load,
+    links,
     pg,
     report,
     search,
@@ -28,7 +29,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "links")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Plan:
     pg_reps: int
     pg_seconds: float
     pg_search_notes: int
+    links_notes: int = 100_000
+    links_per_note: int = 10
+    links_calls: int = 400
 
 
 FULL = Plan(
@@ -110,6 +114,8 @@ QUICK = Plan(
     pg_reps=1,
     pg_seconds=1.0,
     pg_search_notes=10_000,
+    links_notes=2_000,
+    links_calls=60,
 )
 
 
@@ -304,6 +310,16 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             search_queries=plan.search_queries,
         )
         results.timings["postgresql"] = time.perf_counter() - t0
+    if "links" in only:
+        t0 = time.perf_counter()
+        links.run(
+            results,
+            workdir,
+            notes=plan.links_notes,
+            links=plan.links_per_note,
+            calls=plan.links_calls,
+        )
+        results.timings["links"] = time.perf_counter() - t0
 
 
 def _summary(results: Results, plan: Plan) -> dict[str, object]:
