@@ -20,6 +20,7 @@ from notes_server.markup.tags import clean_tag, unique
 RESERVED = frozenset({"id", "title", "created", "updated", "tags"})
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*?))?[ \t]*$")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_LINE_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9 _./@+-]*")
 
 Value = str | int | float | bool | None | list[Any]
@@ -157,7 +158,10 @@ def _render_scalar(value: Any) -> str:
     text = str(value)
     if _PLAIN_SAFE.fullmatch(text) and _scalar(text) == text and not text.endswith(" "):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    # Escaped: every character str.splitlines() breaks at, so the value stays on its line.
+    return _LINE_BREAKS.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False)
+    )
 
 
 class _Remove:

@@ -61,3 +61,11 @@ def test_whatever_is_set_reads_back_the_same(changes: dict[str, Any]) -> None:
     }
 
     assert properties(with_changes("", changes)) == changes
+
+
+def test_a_value_with_any_line_break_stays_on_its_line() -> None:
+    value = "a\u2028b\x85c\nd\x0be"
+    rendered = with_changes("other: 1\n", {"note": value})
+
+    assert len(rendered.splitlines()) == 2
+    assert properties(rendered) == {"other": 1, "note": value}
