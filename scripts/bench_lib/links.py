@@ -4,9 +4,9 @@ scale, and a rename that rewrites many backlinks.
 The peer of a write is the same write in the same process with the index hook switched off
 (`content_index.index_note_content` and `forget_note` replaced by no-ops): today's write,
 alternated with the new one call by call, so both see the same machine. Figures are CPU time
-of the worker (the whole server runs in it), so a loaded machine does not count its waits. Runs in a worker
-process of its own (`python scripts/bench_lib/links.py WORKDIR NOTES LINKS CALLS`), on
-the notes-server under test (`--ours-src` applies).
+of the worker (the whole server runs in it), so a loaded machine does not count its waits.
+Runs in a worker process of its own (`python scripts/bench_lib/links.py WORKDIR NOTES LINKS
+CALLS OUT`), on the notes-server under test (`--ours-src` applies).
 """
 
 from __future__ import annotations
@@ -76,8 +76,14 @@ def run(results: Results, workdir: Path, *, notes: int, links: int, calls: int) 
         [
             ["notes (links each)", f"{notes:,} ({links})"],
             ["index build (reindex_all, CPU)", f"{data['index_s']:.1f} s"],
-            ["notes_links p50 / p95 (CPU)", f"{data['links_p50']:.3f} / {data['links_p95']:.3f} ms"],
-            ["rename rewriting 100 backlinks, one transaction (CPU)", f"{data['rename_ms']:.1f} ms"],
+            [
+                "notes_links p50 / p95 (CPU)",
+                f"{data['links_p50']:.3f} / {data['links_p95']:.3f} ms",
+            ],
+            [
+                "rename rewriting 100 backlinks, one transaction (CPU)",
+                f"{data['rename_ms']:.1f} ms",
+            ],
         ],
     )
 
