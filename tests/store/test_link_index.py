@@ -6,11 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, insert, select, text
 
 from notes_server.store import content_index, folders, links, migrate, notes, tags
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.store.models import front_matter_table, links_table, notes_table, tags_table
+from notes_server.store.notes import NoteRecord
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
@@ -129,3 +132,33 @@ def test_folder_writes_index_front_matter_tags_and_archived_notes_count_only_on_
         every, _ = tags.workspace_tags(conn, WS, prefix=None, include_archived=True, limit=10)
     assert (live, total) == ([], 0)
     assert every == [tags.TagCount("changed", 1), tags.TagCount("other", 1)]
+
+
+words = st.text(st.sampled_from("ab xyz"), min_size=0, max_size=8)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            words, st.sampled_from(["[[Old]]", "[[old|x]]", "[[Old#H]]", "`[[Old]]`", "[[Other]]"])
+        ),
+        max_size=8,
+    )
+)
+def test_a_rename_rewrites_exactly_the_links_to_the_renamed_title(
+    parts: list[tuple[str, str]],
+) -> None:
+    from notes_server.markup.links import parse_links
+    from notes_server.store.link_rewrite import rewritten_body
+
+    body = "".join(text + link for text, link in parts)
+    before = NoteRecord("note_t", WS, "t.md", "Old", "", NOW, NOW, 1, False, None)
+    after = NoteRecord("note_t", WS, "t.md", "New Title", "", NOW, NOW, 2, False, None)
+
+    new = rewritten_body(body, "s.md", before, after)
+
+    old_links = [link.target.casefold() for link in parse_links(body)]
+    new_links = [link.target for link in parse_links(new)]
+    assert len(new_links) == len(old_links)
+    assert new_links == ["New Title" if t == "old" else "Other" for t in old_links]
+    assert new.count("`[[Old]]`") == body.count("`[[Old]]`")
