@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from notes_server.store import content_index
+from notes_server.store.engine import FastRead, uses_driver
 from notes_server.store.keys import title_key
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
@@ -121,6 +122,20 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
         content_index.forget_note(conn, note)
         return True
     return False
+
+
+_EXTRA_OF = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+
+
+def extra_of(conn: Connection, note_id: str) -> str:
+    """One note's kept front matter lines ("" if none): one indexed read, on the driver on
+    SQLite (every full note result reads it)."""
+    values = {"note_id": note_id}
+    if uses_driver(conn):
+        rows = _EXTRA_OF.all(conn, values)
+    else:
+        rows = conn.execute(_EXTRA_OF.statement, values).all()
+    return str(rows[0][0]) if rows else ""
 
 
 def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:

@@ -21,17 +21,13 @@ def full_note(
     """The full note (inside the caller's transaction): tags, properties, and with
     ``link_counts`` the counts of its outgoing, unresolved and incoming links."""
     from notes_server.markup.properties import properties
-    from notes_server.store import folders, links, tags
+    from notes_server.store.details import note_details
 
-    extra = folders.extras(conn, [note.id]).get(note.id, "")
-    shown = note_full(note, uri, tags.tags_of(conn, [note.id])[note.id], properties(extra))
+    details = note_details(conn, note)
+    extra = details.extra
+    shown = note_full(note, uri, details.tags, properties(extra) if extra else {})
     if link_counts:
-        counted = links.counts(conn, note)
-        shown["links"] = {
-            "outgoing": counted.outgoing,
-            "unresolved": counted.unresolved,
-            "incoming": counted.incoming,
-        }
+        shown["links"] = details.counts._asdict()
     return shown
 
 
