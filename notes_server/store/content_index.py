@@ -276,13 +276,18 @@ class Resolver:
         for start in range(0, max(len(paths), len(titles)), CHUNK):
             some_paths = list(paths[start : start + CHUNK])
             some_titles = list(titles[start : start + CHUNK])
-            path_marks = ", ".join("?" for _ in some_paths)
-            title_marks = ", ".join("?" for _ in some_titles)
-            sql = (
-                "SELECT path, title_key, id FROM notes WHERE workspace = ? AND "
-                f"(path IN ({path_marks}) OR title_key IN ({title_marks}))"
-            )
-            params = [workspace, *some_paths, *some_titles]
+            # Each side of the OR names the workspace itself, and an empty side is left out:
+            # only then does SQLite search both indexes instead of scanning the workspace.
+            sides, params = [], []
+            if some_paths:
+                marks = ", ".join("?" for _ in some_paths)
+                sides.append(f"(workspace = ? AND path IN ({marks}))")
+                params += [workspace, *some_paths]
+            if some_titles:
+                marks = ", ".join("?" for _ in some_titles)
+                sides.append(f"(workspace = ? AND title_key IN ({marks}))")
+                params += [workspace, *some_titles]
+            sql = "SELECT path, title_key, id FROM notes WHERE " + " OR ".join(sides)
             for path, key, note_id in driver.execute(sql, params).fetchall():
                 if path in wanted_paths:
                     by_path[path] = note_id
