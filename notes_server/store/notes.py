@@ -33,7 +33,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from notes_server.store import content_index
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
-from notes_server.store.keys import title_key
+from notes_server.store.keys import title_key as title_key  # re-exported: callers know it here
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.types import from_stored

@@ -17,6 +17,7 @@ from notes_server.store.notes import NoteRecord
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
+BEFORE = "0010_w24"  # the revision before 0010_w22links
 
 
 def index_rows(engine: Engine) -> tuple[list[Any], list[Any]]:
@@ -52,7 +53,7 @@ def raw_note(conn: Any, note_id: str, path: str, title: str, body: str, ws: str 
 def test_the_migration_indexes_notes_written_before_it_as_every_write_would(
     migrated_engine: Engine,
 ) -> None:
-    migrate.downgrade(migrated_engine, "0009")
+    migrate.downgrade(migrated_engine, BEFORE)
     with write_tx(migrated_engine) as conn:
         raw_note(conn, "note_a", "a/plan.md", "Plan", "[[Other]] [x](../b.md#H) #Tag `#no`")
         raw_note(conn, "note_b", "b.md", "Other", "[[Plan|p]] [[a/plan.md]] [[Ghost]] #tag")
@@ -84,7 +85,7 @@ def test_the_migration_indexes_notes_written_before_it_as_every_write_would(
         }
         c = notes.get_note(conn, WS, "note_c")
         assert c is not None and links.counts(conn, c).unresolved == 1  # two notes titled Twin
-    migrate.downgrade(migrated_engine, "0009")
+    migrate.downgrade(migrated_engine, BEFORE)
     with read_tx(migrated_engine) as conn:
         names = conn.execute(text("SELECT count(*) FROM notes")).scalar_one()
     assert names == 5
