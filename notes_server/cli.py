@@ -229,6 +229,12 @@ def _audit() -> click.Command:
     return audit
 
 
+def _history() -> click.Command:
+    from notes_server.cli_history import history
+
+    return history
+
+
 def _host_config() -> click.Command:
     from notes_server.cli_host_config import host_config
 
@@ -262,6 +268,7 @@ main.commands = LazyCommands(
         "token": _token,
         "call": _call,
         "audit": _audit,
+        "history": _history,
         "host-config": _host_config,
         "import": _import,
         "export": _export,

@@ -189,7 +189,10 @@ def import_(
     from notes_server.folders.importer import ImportOptions, import_folder
 
     workspace = _workspace(workspace_uri)
-    options = ImportOptions(policy=on_conflict, dry_run=dry_run)
+    from notes_server.config import build_settings
+
+    actor = build_settings(db=db).principal
+    options = ImportOptions(policy=on_conflict, dry_run=dry_run, principal=actor)
     with (
         _folder(directory, create=False) as fd,
         open_database(db) as engine,

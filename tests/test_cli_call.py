@@ -368,3 +368,77 @@ def test_call_runs_the_link_and_tag_tools(tmp_path: Path, url: str) -> None:
     assert json.loads(links.stdout)["counts"] == {"outgoing": 0, "unresolved": 0, "incoming": 1}
     assert tags.returncode == 0, tags.stderr
     assert json.loads(tags.stdout) == {"tags": [{"tag": "Q3", "notes": 1}], "total": 1}
+
+
+def test_call_runs_the_history_tools(tmp_path: Path, url: str) -> None:
+    [note] = prepare(url, (TITLE, "a.md", OLDER))
+    base = {"workspaceUri": WS, "noteId": note.id}
+    edit = {"oldText": "", "newText": "x"}  # refused by the schema: -32602, exit status 1
+
+    refused = run_call(
+        tmp_path,
+        "notes_edit",
+        "--db",
+        url,
+        "--principal",
+        "alice",
+        "--json",
+        json.dumps({**base, "edits": [edit]}),
+    )
+    edited = run_call(
+        tmp_path,
+        "notes_update",
+        "--db",
+        url,
+        "--principal",
+        "alice",
+        "--json",
+        json.dumps({**base, "body": "# Plan\nfirst\n"}),
+    )
+    appended = run_call(
+        tmp_path,
+        "notes_edit",
+        "--db",
+        url,
+        "--principal",
+        "alice",
+        "--json",
+        json.dumps({**base, "edits": [{"section": "Plan", "action": "append", "text": "second"}]}),
+    )
+    listed = run_call(
+        tmp_path,
+        "notes_history",
+        "--db",
+        url,
+        "--principal",
+        "alice",
+        "--arg",
+        f"workspaceUri={WS}",
+        "--arg",
+        f"noteId={note.id}",
+    )
+    reverted = run_call(
+        tmp_path,
+        "notes_revert",
+        "--db",
+        url,
+        "--principal",
+        "alice",
+        "--arg",
+        f"workspaceUri={WS}",
+        "--arg",
+        f"noteId={note.id}",
+        "--arg",
+        "version=2",
+    )
+
+    assert refused.returncode != 0
+    assert "-32602" in refused.stderr
+    assert "oldText" in refused.stderr
+    assert edited.returncode == 0, edited.stderr
+    assert appended.returncode == 0, appended.stderr
+    assert json.loads(appended.stdout)["diff"].endswith(" first\n+second\n")
+    assert listed.returncode == 0, listed.stderr
+    assert [v["version"] for v in json.loads(listed.stdout)["versions"]] == [3, 2, 1]
+    assert reverted.returncode == 0, reverted.stderr
+    assert json.loads(reverted.stdout)["note"]["body"] == "# Plan\nfirst\n"

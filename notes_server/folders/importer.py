@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from notes_server.errors import UriError
@@ -16,7 +17,7 @@ from notes_server.security.uri import WorkspaceUri
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
-    from notes_server.store.notes import NoteRecord
+    from notes_server.store.notes import Author, NoteRecord
 
 POLICIES = ("skip", "overwrite", "rename")
 BATCH = 500
@@ -27,6 +28,9 @@ class ImportOptions:
     policy: str = "skip"
     dry_run: bool = False
     limits: Limits = field(default_factory=Limits)
+    # Who the history names for the notes this import writes, and with which tool.
+    principal: str = "operator"
+    tool: str = "import"
 
 
 def drafts(
@@ -102,12 +106,14 @@ def _apply(
     stop: Stop | None = None,
 ) -> None:
     from notes_server.store.engine import write_tx
+    from notes_server.store.notes import Author
 
+    author = Author(options.principal, options.tool)
     try:
         with write_tx(engine) as conn:
             known = Known.load(conn, workspace, [draft.path for draft in batch])
             for draft in batch:
-                apply_draft(conn, workspace, draft, options.policy, summary, known)
+                apply_draft(conn, workspace, draft, options.policy, summary, known, author)
                 if stopping(stop):
                     break
             if options.dry_run:
@@ -138,16 +144,21 @@ def apply_draft(
     policy: str,
     summary: Summary,
     known: Known | None = None,
+    author: Author | None = None,
 ) -> NoteRecord | None:
     """One file against the store: new, unchanged, or a conflict settled by ``policy``;
-    ``known`` holds what is already at the draft's path, else it is looked up."""
+    ``known`` holds what is already at the draft's path, else it is looked up; ``author``:
+    who the history names for what it writes."""
     from notes_server.store import folders
+    from notes_server.store.notes import Author
+
+    author = author or Author("operator", "import")
 
     if known is None:
         known = Known.load(conn, workspace, [draft.path])
     existing = known.notes.get(draft.path)
     if existing is None:
-        return _insert(conn, workspace, draft, draft.path, summary)
+        return _insert(conn, workspace, draft, draft.path, summary, author)
     if (existing.title, existing.body, known.extras.get(existing.id, "")) == (
         draft.title,
         draft.body,
@@ -163,12 +174,14 @@ def apply_draft(
             body=draft.body,
             extra=draft.extra,
             updated=draft.updated,
+            now=datetime.now(UTC),
+            author=author,
         )
         if updated is not None:
             summary.count("updated")
         return updated
     if policy == "rename":
-        return _rename(conn, workspace, draft, summary)
+        return _rename(conn, workspace, draft, summary, author)
     summary.skip(draft.path, "a different note is already at this path (--on-conflict)")
     return None
 
@@ -182,7 +195,12 @@ def _same(conn: Connection, note: NoteRecord, draft: Draft) -> bool:
 
 
 def _insert(
-    conn: Connection, workspace: str, draft: Draft, path: str, summary: Summary
+    conn: Connection,
+    workspace: str,
+    draft: Draft,
+    path: str,
+    summary: Summary,
+    author: Author | None = None,
 ) -> NoteRecord:
     from notes_server.store import folders
 
@@ -195,12 +213,15 @@ def _insert(
         created=draft.created,
         updated=draft.updated,
         extra=draft.extra,
+        author=author,
     )
     summary.count("imported")
     return note
 
 
-def _rename(conn: Connection, workspace: str, draft: Draft, summary: Summary) -> NoteRecord | None:
+def _rename(
+    conn: Connection, workspace: str, draft: Draft, summary: Summary, author: Author
+) -> NoteRecord | None:
     """The first free "name (imported N).md" path, or the one already holding this content."""
     from notes_server.store import notes
 
@@ -208,7 +229,7 @@ def _rename(conn: Connection, workspace: str, draft: Draft, summary: Summary) ->
         path = alternative(draft.path, "imported", n)
         existing = notes.get_note_by_path(conn, workspace, path)
         if existing is None:
-            return _insert(conn, workspace, draft, path, summary)
+            return _insert(conn, workspace, draft, path, summary, author)
         if _same(conn, existing, draft):
             summary.count("unchanged")
             return existing

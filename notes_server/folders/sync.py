@@ -116,7 +116,10 @@ class _Sync:
 
         self.stop = stop
         self.conn, self.root_fd, self.summary, self.now = conn, root_fd, summary, now
+        from notes_server.store.notes import Author
+
         self.actor = actor
+        self.author = Author(actor, "sync")
         self.workspace, self.folder = workspace, folder
         self.notes = {note.id: note for note in folders.live_notes(conn, workspace)}
         self.extra = folders.extras(conn, list(self.notes))
@@ -190,7 +193,7 @@ class _Sync:
             return
         renamed = self._renamed_to(record.file_hash)
         if renamed is not None:
-            moved = folders.move_note(self.conn, note, renamed)
+            moved = folders.move_note(self.conn, note, renamed, now=self.now, author=self.author)
             if moved is not None:
                 self.summary.count("updated")
                 self._save(moved, self.files.hashes[renamed])
@@ -238,6 +241,7 @@ class _Sync:
                 created=draft.created,
                 updated=draft.updated,
                 extra=draft.extra,
+                author=self.author,
             )
         except PathConflict:
             self.summary.skip(path, "an archived note holds this path")
@@ -264,6 +268,7 @@ class _Sync:
             created=draft.created,
             updated=self.now,
             extra=draft.extra,
+            author=self.author,
         )
         self.extra[copy.id] = draft.extra
         self.claimed.add(path)
@@ -286,7 +291,14 @@ class _Sync:
         from notes_server.store import folders
 
         updated = folders.replace_content(
-            self.conn, note, title=draft.title, body=draft.body, extra=draft.extra, updated=self.now
+            self.conn,
+            note,
+            title=draft.title,
+            body=draft.body,
+            extra=draft.extra,
+            updated=self.now,
+            now=self.now,
+            author=self.author,
         )
         if updated is None:
             return

@@ -10,17 +10,20 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
-from notes_server.store import content_index
+from notes_server.store import content_index, history
 from notes_server.store.engine import FastRead, uses_driver
-from notes_server.store.keys import title_key
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.notes import COLUMNS, NoteRecord, insert_row
-
-# Built once: constructing a Core statement per row cost more than running it.
-_INSERT_EXTRA = insert(front)
+from notes_server.store.notes import (
+    COLUMNS,
+    Author,
+    NoteRecord,
+    insert_row,
+    set_front_matter,
+    update_fields,
+)
 
 
 def live_notes(conn: Connection, workspace: str) -> list[NoteRecord]:
@@ -62,6 +65,7 @@ def insert_imported(
     created: datetime,
     updated: datetime,
     extra: str,
+    author: Author | None = None,
 ) -> NoteRecord:
     """A new note with the file's timestamps and its kept front matter, in one place so that
     no importer forgets the latter; PathConflict if the path is taken."""
@@ -74,6 +78,7 @@ def insert_imported(
         created=created,
         updated=updated,
         extra=extra,
+        author=author,
     )
     set_extra(conn, note.id, extra, new=True)
     return note
@@ -87,30 +92,23 @@ def replace_content(
     body: str,
     updated: datetime,
     extra: str | None = None,
+    now: datetime | None = None,
+    author: Author | None = None,
 ) -> NoteRecord | None:
-    """Optimistic: new title, body and (unless ``extra`` is None) kept front matter if the row
-    still has ``note.version`` (else None); the note is indexed again."""
-    result = conn.execute(
-        update(notes)
-        .where(notes.c.id == note.id, notes.c.version == note.version)
-        .values(
-            title=title,
-            title_key=title_key(title),
-            body=body,
-            updated_at=updated,
-            version=note.version + 1,
-        )
+    """Optimistic: new title, body (the file's time as updated_at) and, unless ``extra`` is
+    None, kept front matter if the row still has ``note.version`` (else None); the replaced
+    version is kept in the history, replaced at ``now`` (default: ``updated``), and the note
+    is indexed again."""
+    return update_fields(
+        conn,
+        note,
+        now=updated if now is None else now,
+        author=author,
+        updated_at=updated,
+        extra=extra,
+        title=title,
+        body=body,
     )
-    if result.rowcount != 1:
-        return None
-    if extra is not None:
-        set_extra(conn, note.id, extra)
-    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    if row is None:
-        return None
-    replaced = NoteRecord.from_row(row)
-    content_index.index_note_content(conn, replaced, extra=extra, previous=note)
-    return replaced
 
 
 def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
@@ -120,6 +118,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     if result.rowcount == 1:
         conn.execute(delete(front).where(front.c.note_id == note.id))
         content_index.forget_note(conn, note)
+        history.forget(conn, [note.id])
         return True
     return False
 
@@ -149,12 +148,9 @@ def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def set_extra(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
-    """Replace a note's kept front matter (``new``: the note was just inserted, has none)."""
-    if not new:
-        conn.execute(delete(front).where(front.c.note_id == note_id))
-    if extra:
-        conn.execute(_INSERT_EXTRA, {"note_id": note_id, "extra": extra})
+# Kept front matter is written in one place (the notes repository): a change of it on an
+# existing note goes through `update_fields(extra=...)`, which keeps the revision first.
+set_extra = set_front_matter
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,28 +215,20 @@ def forget_sync(conn: Connection, workspace: str, folder: str, note_id: str) -> 
     conn.execute(_FORGET_SYNC, {"ws": workspace, "folder": folder, "note": note_id})
 
 
-def move_note(conn: Connection, note: NoteRecord, path: str) -> NoteRecord | None:
-    """Optimistic rename of a note's path (a file renamed on disk); None if it changed or the
-    path is taken."""
+def move_note(
+    conn: Connection, note: NoteRecord, path: str, *, now: datetime, author: Author
+) -> NoteRecord | None:
+    """Optimistic rename of a note's path (a file renamed on disk, updated_at kept); None if it
+    changed or the path is taken. The previous version is kept in the history."""
     from sqlalchemy.exc import IntegrityError
 
     try:
         with conn.begin_nested():
-            result = conn.execute(
-                update(notes)
-                .where(notes.c.id == note.id, notes.c.version == note.version)
-                .values(path=path, version=note.version + 1)
+            return update_fields(
+                conn, note, now=now, author=author, updated_at=note.updated_at, path=path
             )
     except IntegrityError:
         return None
-    if result.rowcount != 1:
-        return None
-    row = conn.execute(select(*COLUMNS).where(notes.c.id == note.id)).first()
-    if row is None:
-        return None
-    moved = NoteRecord.from_row(row)
-    content_index.index_note_content(conn, moved, previous=note)
-    return moved
 
 
 def set_mirror(

@@ -1,9 +1,10 @@
 """Renames keep links working: when a note's title or path changes, the links that named it
 by the old one are rewritten in the linking notes' bodies, in the caller's transaction.
 
-Every rewritten note goes through `notes.update_fields` (a new version, indexed again) in
-`_rewrite_source`, the one place a link rewrite writes: HOOK for history, a revision of the
-linking note (tool "link rewrite") belongs there once revisions exist.
+Every rewritten note goes through `notes.update_fields` in `_rewrite_source`, the one place a
+link rewrite writes: a new version, indexed again, its previous one kept in the history (tool
+"link rewrite", principal: the caller who renamed or moved the linked note), all in the
+renaming tool's transaction.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from notes_server.store.keys import title_key
 from notes_server.store.links import linking_notes
 from notes_server.store.notes import NoteRecord
 
+REWRITE_TOOL = "link rewrite"  # the tool of a rewritten note's revision
+
 
 def sources_of(conn: Connection, note: NoteRecord) -> list[NoteRecord]:
     """The notes whose links resolve to ``note`` now: read BEFORE it is renamed or moved (after
@@ -40,17 +43,19 @@ def rewrite_links(
     after: NoteRecord,
     *,
     now: datetime,
+    principal: str,
 ) -> list[NoteRecord]:
     """Point the links of ``sources`` that named ``before`` (by title or by path) at ``after``;
-    the rewritten notes, at their new versions. Nothing follows a note into another workspace:
-    links never cross one."""
+    the rewritten notes, at their new versions, each with a revision by ``principal``. Nothing
+    follows a note into another workspace: links never cross one."""
     if after.workspace != before.workspace:
         return []
     rewritten = []
+    author = notes.Author(principal, REWRITE_TOOL)
     for source in sources:
         body = rewritten_body(source.body, source.path, before, after)
         if body != source.body:
-            updated = _rewrite_source(conn, source, body, now)
+            updated = _rewrite_source(conn, source, body, now, author)
             if updated is not None:
                 rewritten.append(updated)
     return rewritten
@@ -97,7 +102,8 @@ def moved_body(note: NoteRecord, new_path: str) -> str:
 
 
 def _rewrite_source(
-    conn: Connection, source: NoteRecord, body: str, now: datetime
+    conn: Connection, source: NoteRecord, body: str, now: datetime, author: notes.Author
 ) -> NoteRecord | None:
-    """The one write of a link rewrite (HOOK: keep the source's revision here)."""
-    return notes.update_fields(conn, source, now=now, body=body)
+    """The one write of a link rewrite: through `update_fields`, so the source's previous
+    version is kept in the history in this transaction."""
+    return notes.update_fields(conn, source, now=now, author=author, body=body)

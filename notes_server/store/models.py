@@ -40,12 +40,16 @@ notes_table = Table(
     Column("version", Integer, nullable=False, default=1),
     Column("archived", Boolean, nullable=False, default=False),
     Column("archived_at", TZ, nullable=True),
+    # Who made the current version, and with which tool (NULL for versions written before
+    # history was kept): copied into its revision when the next change supersedes it.
+    Column("changed_by", String(200), nullable=True),
+    Column("changed_tool", String(100), nullable=True),
     UniqueConstraint("workspace", "path", name="uq_notes_workspace_path"),
     Index("ix_notes_workspace_title", "workspace", "title_key"),
     Index("ix_notes_workspace_updated", "workspace", "updated_at"),
 )
 
-# One row per link in a note's body (migration 0010, w22links), rebuilt whenever the note is
+# One row per link in a note's body (migration 0012), rebuilt whenever the note is
 # written (`store.content_index`). `target_id` is the note it resolves to in the same workspace,
 # NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are what it
 # can match (a markdown link has no title), so a note created, renamed or moved finds the
@@ -80,6 +84,32 @@ tags_table = Table(
     Column("workspace", String(2048), nullable=False),
     Column("tag", String(200), nullable=False),
     Index("ix_note_tags_workspace_tag", "workspace", "tag_key"),
+)
+
+# A superseded version of a note (store.history): the whole content as it was, kept in the
+# transaction that replaced it. No foreign key: the confirmed delete removes a note's history
+# itself, and a revision row never blocks a note's write.
+revisions_table = Table(
+    "note_revisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("note_id", String(40), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("workspace", String(2048), nullable=False),
+    Column("path", String(2048), nullable=False),
+    Column("title", String(500), nullable=False),
+    Column("body", Text, nullable=False),
+    # The kept front matter lines (note_front_matter.extra) of that version, if any.
+    Column("front_matter", Text, nullable=True),
+    Column("archived", Boolean, nullable=False),
+    # When that version was written (its updated_at), by whom and with which tool.
+    Column("changed_at", TZ, nullable=False),
+    Column("principal", String(200), nullable=True),
+    Column("tool", String(100), nullable=True),
+    # When the next version replaced it: what `history prune --older-than` compares (no index:
+    # prune is a rare operator command, and every note write would pay for one).
+    Column("replaced_at", TZ, nullable=False),
+    UniqueConstraint("note_id", "version", name="uq_note_revisions_note_version"),
 )
 
 grants_table = Table(

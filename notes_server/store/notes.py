@@ -31,9 +31,10 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from notes_server.store import content_index
+from notes_server.store import content_index, history
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
 from notes_server.store.keys import title_key as title_key  # re-exported: callers know it here
+from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.types import from_stored
@@ -177,6 +178,13 @@ class Granted(NamedTuple):
     note: NoteRecord | None
 
 
+class Author(NamedTuple):
+    """Who changes a note and with which tool: kept with the version it writes (history)."""
+
+    principal: str
+    tool: str
+
+
 class PathConflict(Exception):
     """Another note already has this (workspace, path)."""
 
@@ -189,7 +197,15 @@ class NoteStore(Protocol):
     """The notes aggregate, as tools and the CLI use it."""
 
     def insert(
-        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+        self,
+        conn: Connection,
+        *,
+        workspace: str,
+        path: str,
+        title: str,
+        body: str,
+        now: datetime,
+        author: Author | None = None,
     ) -> NoteRecord: ...
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None: ...
@@ -205,7 +221,15 @@ class NoteStore(Protocol):
     ) -> tuple[list[NoteRecord], int]: ...
 
     def update_fields(
-        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+        self,
+        conn: Connection,
+        note: NoteRecord,
+        *,
+        now: datetime,
+        author: Author | None = None,
+        updated_at: datetime | None = None,
+        extra: str | None = None,
+        **fields: Any,
     ) -> NoteRecord | None: ...
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool: ...
@@ -221,6 +245,7 @@ def insert_row(
     created: datetime,
     updated: datetime,
     extra: str = "",
+    author: Author | None = None,
 ) -> NoteRecord:
     """A new live note at version 1 (portable Core), its links and tags indexed (``extra``: its
     front matter lines, kept by the caller); PathConflict if the path is taken. Tools create
@@ -238,6 +263,8 @@ def insert_row(
         "version": 1,
         "archived": False,
         "archived_at": None,
+        "changed_by": None if author is None else author.principal,
+        "changed_tool": None if author is None else author.tool,
     }
     try:
         with conn.begin_nested():
@@ -247,6 +274,18 @@ def insert_row(
     note = NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
     content_index.index_note_content(conn, note, extra=extra, new=True)
     return note
+
+
+_INSERT_FRONT = insert(front)
+
+
+def set_front_matter(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
+    """Replace a note's kept front matter lines (``new``: the note was just inserted, has
+    none). Not a versioned write by itself: a change of them goes through `update_fields`."""
+    if not new:
+        conn.execute(delete(front).where(front.c.note_id == note_id))
+    if extra:
+        conn.execute(_INSERT_FRONT, {"note_id": note_id, "extra": extra})
 
 
 # Fields whose change leaves what the note says untouched (archive, restore): not re-indexed.
@@ -261,10 +300,25 @@ class CoreNotes(CoreRun):
     _candidates = _CANDIDATES
 
     def insert(
-        self, conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+        self,
+        conn: Connection,
+        *,
+        workspace: str,
+        path: str,
+        title: str,
+        body: str,
+        now: datetime,
+        author: Author | None = None,
     ) -> NoteRecord:
         return insert_row(
-            conn, workspace=workspace, path=path, title=title, body=body, created=now, updated=now
+            conn,
+            workspace=workspace,
+            path=path,
+            title=title,
+            body=body,
+            created=now,
+            updated=now,
+            author=author,
         )
 
     def get(self, conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
@@ -296,21 +350,43 @@ class CoreNotes(CoreRun):
         return [self._record(r) for r in rows], total
 
     def update_fields(
-        self, conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+        self,
+        conn: Connection,
+        note: NoteRecord,
+        *,
+        now: datetime,
+        author: Author | None = None,
+        updated_at: datetime | None = None,
+        extra: str | None = None,
+        **fields: Any,
     ) -> NoteRecord | None:
+        # The version being replaced goes into the history first, in this transaction; if the
+        # row is no longer at note.version (or a racing writer kept it), nothing is written.
+        if not history.keep_revision(conn, note.id, note.version, now):
+            return None
         values = dict(fields)
         if "title" in values:
             values["title_key"] = title_key(values["title"])
         result = conn.execute(
             update(notes)
             .where(notes.c.id == note.id, notes.c.version == note.version)
-            .values(version=note.version + 1, updated_at=now, **values)
+            .values(
+                version=note.version + 1,
+                updated_at=now if updated_at is None else updated_at,
+                changed_by=None if author is None else author.principal,
+                changed_tool=None if author is None else author.tool,
+                **values,
+            )
         )
         if result.rowcount != 1:
             return None
+        if extra is not None:
+            set_front_matter(conn, note.id, extra)
         updated = self.get(conn, values.get("workspace", note.workspace), note.id)
-        if updated is not None and not (fields and fields.keys() <= _STATE_ONLY):
-            content_index.index_note_content(conn, updated, previous=note)
+        if updated is not None and (
+            extra is not None or not (fields and fields.keys() <= _STATE_ONLY)
+        ):
+            content_index.index_note_content(conn, updated, extra=extra, previous=note)
         return updated
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool:
@@ -345,9 +421,18 @@ def store(conn: Connection) -> NoteStore:
 
 
 def insert_note(
-    conn: Connection, *, workspace: str, path: str, title: str, body: str, now: datetime
+    conn: Connection,
+    *,
+    workspace: str,
+    path: str,
+    title: str,
+    body: str,
+    now: datetime,
+    author: Author | None = None,
 ) -> NoteRecord:
-    return store(conn).insert(conn, workspace=workspace, path=path, title=title, body=body, now=now)
+    return store(conn).insert(
+        conn, workspace=workspace, path=path, title=title, body=body, now=now, author=author
+    )
 
 
 def get_note(conn: Connection, workspace: str, note_id: str) -> NoteRecord | None:
@@ -376,11 +461,29 @@ def find_candidates(
 
 
 def update_fields(
-    conn: Connection, note: NoteRecord, *, now: datetime, **fields: Any
+    conn: Connection,
+    note: NoteRecord,
+    *,
+    now: datetime,
+    author: Author | None = None,
+    updated_at: datetime | None = None,
+    extra: str | None = None,
+    **fields: Any,
 ) -> NoteRecord | None:
-    """Optimistic update: applies only if the row still has `note.version`."""
-    return store(conn).update_fields(conn, note, now=now, **fields)
+    """THE write of a note row (every tool, folder import and sync, revert): optimistic, it
+    applies only if the row still has `note.version`, and keeps that version in the history
+    (`history.keep_revision`) in the same transaction, front matter included, then indexes its
+    links and tags again (`content_index`). `updated_at` defaults to `now` (the folder importer
+    passes the file's time); `extra`: the note's new front matter lines (None: unchanged),
+    written after the old ones went into the revision and before the new ones are indexed."""
+    return store(conn).update_fields(
+        conn, note, now=now, author=author, updated_at=updated_at, extra=extra, **fields
+    )
 
 
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    return store(conn).delete(conn, note)
+    """A permanent delete: the note and its whole history go together."""
+    if not store(conn).delete(conn, note):
+        return False
+    history.forget(conn, [note.id])
+    return True

@@ -39,10 +39,14 @@ class ArchiveNote(ConfirmedAction):
     output_schema = output_schema_for(action)
     tool_annotations = tool_hints("Archive note", read_only=False, destructive=True)
 
-    def apply(self, conn: Connection, note: NoteRecord, now: datetime) -> bool:
+    def apply(self, conn: Connection, note: NoteRecord, now: datetime, principal: str) -> bool:
         from notes_server.store import notes
 
-        return notes.update_fields(conn, note, now=now, archived=True, archived_at=now) is not None
+        author = notes.Author(principal, self.name)
+        changed = notes.update_fields(
+            conn, note, now=now, author=author, archived=True, archived_at=now
+        )
+        return changed is not None
 
 
 class RestoreNote(Tool):
@@ -64,7 +68,12 @@ class RestoreNote(Tool):
             if not note.archived:
                 raise ToolFailure(f"Note {note.id!r} is not archived; nothing to restore.")
             restored = notes.update_fields(
-                conn, note, now=self.services.clock(), archived=False, archived_at=None
+                conn,
+                note,
+                now=self.services.clock(),
+                author=notes.Author(ctx.principal, self.name),
+                archived=False,
+                archived_at=None,
             )
             if restored is None:
                 raise ToolFailure("The note changed while restoring it; try again.")

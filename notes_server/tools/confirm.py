@@ -53,8 +53,9 @@ class ConfirmedAction(Tool):
         {"workspaceUri": WORKSPACE_URI, "title": TITLE}, ["workspaceUri", "title"]
     )
 
-    def apply(self, conn: Connection, note: NoteRecord, now: datetime) -> bool:
-        """Perform the mutation on the live row; False if the row changed underneath."""
+    def apply(self, conn: Connection, note: NoteRecord, now: datetime, principal: str) -> bool:
+        """Perform the mutation on the live row (`principal`: who confirmed it, for the
+        history); False if the row changed underneath."""
         raise NotImplementedError
 
     # -- round dispatch -------------------------------------------------------------------
@@ -231,7 +232,7 @@ class ConfirmedAction(Tool):
             now = self.services.clock()  # one reading for the claim, the mutation and the audit
             self.claim(conn, ctx, claims, self.action.done, digest, result, now)
             self.services.checkpoint(f"{self.action.verb}.claimed")
-            if not self.apply(conn, note, now):
+            if not self.apply(conn, note, now, ctx.principal):
                 raise ToolFailure(f"The chosen note changed; nothing was {self.action.done}.")
             self.services.checkpoint(f"{self.action.verb}.applied")
             self.audit(conn, ctx, workspace.uri, self.action.done, note, claims, note.title, now)

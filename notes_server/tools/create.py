@@ -61,6 +61,7 @@ class CreateNote(Tool):
                     title=title,
                     body=args.get("body", ""),
                     now=self.services.clock(),
+                    author=notes.Author(ctx.principal, self.name),
                 )
             except notes.PathConflict:
                 raise ToolFailure(

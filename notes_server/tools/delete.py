@@ -36,7 +36,7 @@ class DeleteNote(ConfirmedAction):
     output_schema = output_schema_for(action)
     tool_annotations = tool_hints("Delete note", read_only=False, destructive=True)
 
-    def apply(self, conn: Connection, note: NoteRecord, now: datetime) -> bool:
+    def apply(self, conn: Connection, note: NoteRecord, now: datetime, principal: str) -> bool:
         from notes_server.store import notes
 
         return notes.delete_note(conn, note)

@@ -31,6 +31,20 @@ def full_note(
     return shown
 
 
+def past_note(conn: Connection, past: NoteRecord, uri: str, extra: str) -> dict[str, Any]:
+    """A past version as a full note: its tags and properties from its own body and front
+    matter ``extra``; its link counts are the note's current ones (the index keeps no past)."""
+    from notes_server.markup.properties import properties
+    from notes_server.markup.tags import tag_key
+    from notes_server.store.content_index import note_tags
+    from notes_server.store.details import note_details
+
+    tags = sorted(note_tags(past.body, extra), key=tag_key)
+    shown = note_full(past, uri, tags, properties(extra) if extra else {})
+    shown["links"] = note_details(conn, past).counts._asdict()
+    return shown
+
+
 def sorted_tags(body: str) -> list[str]:
     """The tags of a new note (no front matter yet) as the index lists them: by key."""
     from notes_server.markup.tags import tag_key

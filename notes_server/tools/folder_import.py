@@ -91,7 +91,13 @@ class ImportFolder(Tool):
             ) from None
         reported = None if ctx.progress is None else FilesDone(ctx)
         try:
-            summary = import_folder(self.services.engine, fd, workspace, ImportOptions(), reported)
+            summary = import_folder(
+                self.services.engine,
+                fd,
+                workspace,
+                ImportOptions(principal=ctx.principal, tool=self.name),
+                reported,
+            )
         finally:
             os.close(fd)
         counts = summary.as_json()

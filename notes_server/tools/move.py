@@ -67,9 +67,13 @@ class MoveNote(Tool):
                 body = link_rewrite.moved_body(note, path)
                 if body != note.body:
                     changes["body"] = body
-            moved = notes.update_fields(conn, note, now=now, **changes)
+            moved = notes.update_fields(
+                conn, note, now=now, author=notes.Author(ctx.principal, self.name), **changes
+            )
             if moved is None:
                 raise ToolFailure("The note changed while moving it; try again.")
-            rewritten = link_rewrite.rewrite_links(conn, sources, note, moved, now=now)
+            rewritten = link_rewrite.rewrite_links(
+                conn, sources, note, moved, now=now, principal=ctx.principal
+            )
             shown = full_note(conn, moved, contain(target, moved))
         return ToolResult({"note": shown, "rewritten": rewritten_view(rewritten)})

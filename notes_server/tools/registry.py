@@ -20,7 +20,9 @@ from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
+from notes_server.tools.edit import EditNote
 from notes_server.tools.folder_import import ImportFolder
+from notes_server.tools.history import NoteHistory, RevertNote
 from notes_server.tools.links import NoteLinks
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
@@ -35,6 +37,7 @@ SHIPPED: tuple[type[Tool], ...] = (
     SearchNotes,
     ReadNote,
     UpdateNote,
+    EditNote,
     MoveNote,
     DeleteNote,
     ArchiveNote,
@@ -42,6 +45,8 @@ SHIPPED: tuple[type[Tool], ...] = (
     ImportFolder,
     NoteLinks,
     ListTags,
+    NoteHistory,
+    RevertNote,
 )
 
 

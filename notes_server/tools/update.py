@@ -113,12 +113,16 @@ class UpdateNote(Tool):
             renamed = "title" in changes and changes["title"] != note.title
             rewrite = renamed and args.get("updateLinks", True)
             sources = link_rewrite.sources_of(conn, note) if rewrite else []
-            if front:
-                _set_front_matter(conn, note, front)
-            updated = notes.update_fields(conn, note, now=now, **changes)
+            extra = _new_front_matter(conn, note, front) if front else None
+            author = notes.Author(ctx.principal, self.name)
+            updated = notes.update_fields(
+                conn, note, now=now, author=author, extra=extra, **changes
+            )
             if updated is None:
                 raise version_conflict(note.id, note.version + 1, note.version)
-            rewritten = link_rewrite.rewrite_links(conn, sources, note, updated, now=now)
+            rewritten = link_rewrite.rewrite_links(
+                conn, sources, note, updated, now=now, principal=ctx.principal
+            )
             shown = full_note(conn, updated, contain(workspace, updated))
         return ToolResult({"note": shown, "rewritten": rewritten_view(rewritten)})
 
@@ -165,10 +169,10 @@ def _scalar_ok(value: Any) -> bool:
     return isinstance(value, bool | int | float) and value == value and abs(value) != float("inf")
 
 
-def _set_front_matter(conn: Connection, note: NoteRecord, front: dict[str, Any]) -> None:
-    """Write the changed front matter lines (the note's update that follows indexes them)."""
+def _new_front_matter(conn: Connection, note: NoteRecord, front: dict[str, Any]) -> str:
+    """The note's front matter lines with ``front`` applied (written by `update_fields`, after
+    the old ones went into the revision)."""
     from notes_server.markup.properties import with_changes
     from notes_server.store import folders
 
-    extra = folders.extras(conn, [note.id]).get(note.id, "")
-    folders.set_extra(conn, note.id, with_changes(extra, front))
+    return with_changes(folders.extra_of(conn, note.id), front)

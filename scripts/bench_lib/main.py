@@ -17,6 +17,7 @@ from bench_lib import (
     completion,
     datasets,
     deletes,
+    history_cost,
     http_bench,
     http_load,
     legacy_http_load,
@@ -29,7 +30,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "links")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "links", "history")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Plan:
     pg_reps: int
     pg_seconds: float
     pg_search_notes: int
+    history_edits: int
+    history_calls: int
     links_notes: int = 100_000
     links_per_note: int = 10
     links_calls: int = 400
@@ -88,6 +91,8 @@ FULL = Plan(
     pg_reps=3,
     pg_seconds=3.0,
     pg_search_notes=100_000,
+    history_edits=1000,
+    history_calls=1000,
 )
 QUICK = Plan(
     cold_reps=2,
@@ -116,6 +121,8 @@ QUICK = Plan(
     pg_search_notes=10_000,
     links_notes=2_000,
     links_calls=60,
+    history_edits=50,
+    history_calls=50,
 )
 
 
@@ -320,6 +327,18 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             calls=plan.links_calls,
         )
         results.timings["links"] = time.perf_counter() - t0
+    if "history" in only:
+        t0 = time.perf_counter()
+        problem = pg.reachable()
+        if problem is not None:
+            results.notes.append(f"note history on PostgreSQL not measured: {problem}")
+        history_cost.run(
+            results,
+            edits=plan.history_edits,
+            calls=plan.history_calls,
+            pg_admin=None if problem is not None else pg.admin_url(),
+        )
+        results.timings["note history"] = time.perf_counter() - t0
 
 
 def _summary(results: Results, plan: Plan) -> dict[str, object]:

@@ -318,8 +318,8 @@ def test_import_reads_tags_and_links_and_export_writes_tags_and_properties_set_l
             note = notes.get_note_by_path(conn, WS, "a.md")
             assert note is not None
             extra = folders.extras(conn, [note.id])[note.id]
-            folders.set_extra(conn, note.id, with_changes(extra, {"tags": ["new"], "due": 3}))
-            notes.update_fields(conn, note, now=datetime.now(UTC))
+            changed = with_changes(extra, {"tags": ["new"], "due": 3})
+            notes.update_fields(conn, note, now=datetime.now(UTC), extra=changed)
     finally:
         engine.dispose()
     out = tmp_path / "out"
@@ -328,3 +328,29 @@ def test_import_reads_tags_and_links_and_export_writes_tags_and_properties_set_l
     text = (out / "a.md").read_text("utf-8")
     assert "tags:\n  - new\nstatus: draft\ndue: 3\n---\n#body\n" in text
     assert tag_rows(db)[:2] == [("a.md", "body"), ("a.md", "new")]
+
+
+def revisions(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT path, version, body, front_matter, principal, tool FROM note_revisions "
+            "ORDER BY path, version"
+        ).fetchall()
+
+
+def test_an_overwriting_import_keeps_the_replaced_version_in_the_history(
+    run: Run, vault: Path, db: Path
+) -> None:
+    (vault / "a.md").write_text("---\nauthor: me\n---\nfirst\n", "utf-8")
+    import_json(run, vault)
+    (vault / "a.md").write_text("---\nauthor: you\n---\nsecond\n", "utf-8")
+
+    import_json(run, vault, "--on-conflict", "overwrite")
+
+    assert [(r[1], r[3], r[6]) for r in rows(db)] == [("a.md", "second\n", 2)]
+    [kept] = revisions(db)
+    assert kept[:4] == ("a.md", 1, "first\n", "author: me\n")
+    assert kept[5] == "import"
+    with sqlite3.connect(db) as conn:
+        author = conn.execute("SELECT changed_by, changed_tool FROM notes").fetchone()
+    assert author[1] == "import" and author[0] == kept[4]

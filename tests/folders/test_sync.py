@@ -327,3 +327,37 @@ def test_the_summary_for_a_person_lists_each_refusal_and_conflict(
         "refused: link.md: symlink (not followed)",
         "conflict: a.md: both sides changed; kept a (conflict).md",
     ]
+
+
+def revisions(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT path, version, body, principal, tool FROM note_revisions ORDER BY version"
+        ).fetchall()
+
+
+def test_a_sync_that_changes_a_note_keeps_the_replaced_version(
+    synced: Sync, vault: Path, db: Path
+) -> None:
+    (vault / "a.md").write_text("alpha, edited\n", "utf-8")
+    synced()
+    (vault / "a.md").rename(vault / "moved.md")
+    synced()
+
+    assert revisions(db) == [
+        ("a.md", 1, "alpha\n", "carol", "sync"),
+        ("a.md", 2, "alpha, edited\n", "carol", "sync"),
+    ]
+    assert notes(db)["moved.md"][1] == "alpha, edited\n"
+
+
+def test_a_sync_that_deletes_a_note_removes_its_history(
+    synced: Sync, vault: Path, db: Path
+) -> None:
+    (vault / "a.md").write_text("alpha, edited\n", "utf-8")
+    synced()
+    (vault / "a.md").unlink()
+
+    assert synced()["deleted"] == 1
+
+    assert revisions(db) == []

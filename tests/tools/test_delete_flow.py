@@ -805,7 +805,7 @@ def test_a_row_that_changes_under_the_mutation_rolls_back_the_claim(
     tool_class = type(flow.server.registry.get(kind.tool))
 
     with monkeypatch.context() as patch:
-        patch.setattr(tool_class, "apply", lambda self, conn, row, now: False)
+        patch.setattr(tool_class, "apply", lambda self, conn, row, now, principal: False)
         reply = flow.answer(kind, TITLE, state, accept(note.id))
 
     assert tool_error(reply) == f"The chosen note changed; nothing was {kind.done}."

@@ -1,8 +1,8 @@
 """Links and tags of every note, indexed from its body and front matter (issue 22).
 
 
-Revision ID: 0010_w22links
-Revises: 0010_w24
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -13,8 +13,8 @@ import unicodedata
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010_w22links"
-down_revision = "0010_w24"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -2,7 +2,7 @@
 
 `log_level` NULL: the client asked for no log messages (the default).
 
-Revision ID: 0010_w24
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-01
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010_w24"
+revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
