@@ -7,7 +7,13 @@ from sqlalchemy import Connection
 
 from notes_server.config import build_settings
 from notes_server.store.engine import make_engine
-from notes_server.store.models import FTS_TABLE, SEARCH_VECTOR, SEARCH_VECTOR_INDEX, metadata
+from notes_server.store.models import (
+    FTS_TABLE,
+    SEARCH_VECTOR,
+    SEARCH_VECTOR_INDEX,
+    TRIGRAM_INDEXES,
+    metadata,
+)
 
 target_metadata = metadata
 
@@ -16,12 +22,13 @@ def include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
     """The full-text indexes are managed by raw SQL, not by models: SQLite's FTS5 virtual table
-    and its shadow tables, PostgreSQL's tsvector column and its GIN index."""
+    and its shadow tables (the trigram table too), PostgreSQL's tsvector column and the GIN
+    indexes (tsvector, pg_trgm)."""
     if type_ == "table" and name is not None and name.startswith(FTS_TABLE):
         return False
     return not (
         (type_ == "column" and name == SEARCH_VECTOR)
-        or (type_ == "index" and name == SEARCH_VECTOR_INDEX)
+        or (type_ == "index" and (name == SEARCH_VECTOR_INDEX or name in TRIGRAM_INDEXES))
     )
 
 

@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from notes_server import __version__
-from notes_server.config import ENV_STATE_KEYS, HttpSettings, Settings, SettingsError, worker_config
+from notes_server.config import (
+    ENV_SEMANTIC,
+    ENV_STATE_KEYS,
+    HttpSettings,
+    Settings,
+    SettingsError,
+    worker_config,
+)
 from notes_server.extensions.base import Extension
 from notes_server.extensions.registry import ExtensionRegistry
 from notes_server.protocol.dispatch import McpServer
@@ -78,13 +85,29 @@ def create_app(
 
 def check_settings(settings: Settings) -> None:
     """What `build_settings` cannot check without the security layer, checked before serving:
-    malformed state keys fail at start, not at every confirmation (SettingsError, one line)."""
+    malformed state keys fail at start, not at every confirmation (SettingsError, one line);
+    so does a semantic model that is missing (when required) or damaged."""
+    check_semantic(settings)
     if settings.state_keys is None:
         return
     try:
         KeyRing.parse(settings.state_keys)
     except ValueError as exc:  # the message names the entry, never the key
         raise SettingsError(f"{ENV_STATE_KEYS}: {exc}") from None
+
+
+def check_semantic(settings: Settings) -> None:
+    """The embedding model's bundled files, checked without loading the model."""
+    if settings.semantic == "off":
+        return
+    from notes_server.store import embedding
+
+    if settings.semantic == "auto" and not embedding.installed():
+        return
+    try:
+        embedding.check()
+    except embedding.ModelUnavailable as exc:
+        raise SettingsError(f"{ENV_SEMANTIC}: {exc}") from None
 
 
 def create_http_app(
@@ -106,11 +129,19 @@ def create_http_app(
     )
     server = server_for(composed)
     auth = build_authenticator(settings, http, services)
+    routes = list(composed.http_routes())
+    if http.auth == "oauth":
+        from notes_server.oauth.routes import oauth_routes
+
+        assert http.public_url, "checked at start-up"
+        routes.extend(
+            oauth_routes(services, http.public_url, http.registration, http.oauth_dev_addresses)
+        )
     return build_http_app(
         server,
         auth,
         http,
-        extra_routes=composed.http_routes(),
+        extra_routes=routes,
         legacy=legacy_http(server, http, services),
         health=schema_check(services),
     )
@@ -131,6 +162,7 @@ def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
+    from notes_server.legacy import http_sessions
     from notes_server.legacy.http import LegacyHttp
     from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
     from notes_server.legacy.roots import ROOTS_WAIT_S
@@ -147,7 +179,12 @@ def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> Le
     settings = services.settings
     roots_wait = ROOTS_WAIT_S if settings.roots_wait_s is None else settings.roots_wait_s
     options = LegacyHttpOptions(
-        build, services.clock, settings.state_ttl, grant_lookup(services), roots_wait
+        build,
+        services.clock,
+        settings.state_ttl,
+        grant_lookup(services),
+        roots_wait,
+        sweep_every_s=http_sessions.SWEEP_EVERY_S,
     )
     return lambda threads: LegacyHttp(server, options, threads, http.request_timeout)
 

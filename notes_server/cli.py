@@ -161,7 +161,7 @@ def serve(
         f"over {transport} | {confinement}",
         err=True,
     )
-    threading.Thread(target=_warm_up, args=(services,), daemon=True).start()
+    threading.Thread(target=_warm_up, args=(services, True), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(
             server,
@@ -196,11 +196,30 @@ def _check_principal(principal: str) -> None:
         raise click.BadParameter(problem, param_hint="--principal / $NOTES_SERVER_PRINCIPAL")
 
 
-def _warm_up(services: Any) -> None:
+def _warm_up(services: Any, indexer: bool = False) -> None:
+    """Connect ahead of the first call; then, with semantic search, the background indexer
+    (the model loads in that thread, when there is something to embed or to search)."""
     try:
         services.warm_up()
     except Exception:
         logging.getLogger("notes_server").exception("database warm-up failed")
+        return
+    if indexer and services.semantic_available():
+        from notes_server.store.indexer import start_background
+
+        start_background(services.engine, services.embedder())
+
+
+def _index() -> click.Command:
+    from notes_server.cli_index import index
+
+    return index
+
+
+def _reindex() -> click.Command:
+    from notes_server.cli_index import reindex
+
+    return reindex
 
 
 def _workspace() -> click.Command:
@@ -215,6 +234,18 @@ def _token() -> click.Command:
     from notes_server.cli_token import token
 
     return token
+
+
+def _user() -> click.Command:
+    from notes_server.cli_oauth import user
+
+    return user
+
+
+def _client() -> click.Command:
+    from notes_server.cli_oauth import client
+
+    return client
 
 
 def _call() -> click.Command:
@@ -266,6 +297,8 @@ main.commands = LazyCommands(
     {
         "workspace": _workspace,
         "token": _token,
+        "user": _user,
+        "client": _client,
         "call": _call,
         "audit": _audit,
         "history": _history,
@@ -273,5 +306,7 @@ main.commands = LazyCommands(
         "import": _import,
         "export": _export,
         "sync": _sync,
+        "index": _index,
+        "reindex": _reindex,
     },
 )

@@ -30,11 +30,26 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--auth",
-        type=click.Choice(["token", "none"]),
+        type=click.Choice(["token", "oauth", "none"]),
         default="token",
         show_default=True,
-        help="HTTP: bearer tokens (`notes-server token create`), or none (loopback only; "
-        "every request acts as --principal).",
+        help="HTTP: bearer tokens (`notes-server token create`); oauth (also the built-in "
+        "OAuth 2.1 authorization server, needs --public-url); or none (loopback only; every "
+        "request acts as --principal).",
+    ),
+    click.option(
+        "--registration",
+        type=click.Choice(["open", "off"]),
+        default="open",
+        show_default=True,
+        help="HTTP, --auth oauth: dynamic client registration (RFC 7591), rate-limited.",
+    ),
+    click.option(
+        "--oauth-dev-addresses",
+        is_flag=True,
+        default=False,
+        help="HTTP, --auth oauth, development only: fetch client metadata documents from "
+        "loopback and private addresses too (and plain http there).",
     ),
     click.option("--jwt-issuer", default=None, help="HTTP: also accept JWTs from this issuer."),
     click.option("--jwt-audience", default=None, help="HTTP: required JWT audience (aud)."),
@@ -103,8 +118,17 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     # Before uvicorn imports the app or starts any thread or worker (workers inherit it).
     # Reads (when mirrors confine them) keep the JWKS file, which the app loads later.
     jwks = (Path(http.jwt_jwks),) if http.jwt_jwks else ()
-    confinement = confine_serving(settings, transport="http", principal=None, extra_reads=jwks)
+    # `--auth oauth` fetches Client ID Metadata Documents: https on 443, or (development
+    # addresses) any port of this machine or a private network.
+    ports: tuple[int, ...] | None = ()
+    if http.auth == "oauth":
+        ports = None if http.oauth_dev_addresses else (443,)
+    confinement = confine_serving(
+        settings, transport="http", principal=None, extra_reads=jwks, connect_ports=ports
+    )
     who = f"principal {settings.principal}" if http.auth == "none" else "principal from tokens"
+    if http.auth == "oauth":
+        who = f"principal from tokens and OAuth (issuer {http.public_url})"
     host = f"[{http.host}]" if ":" in http.host else http.host
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | {who} | "

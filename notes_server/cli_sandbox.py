@@ -13,7 +13,12 @@ class SandboxRefused(StartupFailure):
 
 
 def confine_serving(
-    settings: Settings, *, transport: str, principal: str | None, extra_reads: tuple[Path, ...] = ()
+    settings: Settings,
+    *,
+    transport: str,
+    principal: str | None,
+    extra_reads: tuple[Path, ...] = (),
+    connect_ports: tuple[int, ...] | None = (),
 ) -> str:
     """Confine this process per `--sandbox`; return the banner's status.
 
@@ -22,7 +27,9 @@ def confine_serving(
     afterwards). When mirrored folders are configured (for `principal`, or for anyone when it
     is None), reads are confined too: to the runtime, the database, those folders (what
     notes_import reads), the key file and `extra_reads`. The folders are read once, here: a
-    mirror configured later is readable after a restart.
+    mirror configured later is readable after a restart. `connect_ports`: TCP ports an HTTP
+    server may still connect to on embedded SQLite (None: any; `--auth oauth` fetches client
+    metadata documents on 443, and anywhere with `--oauth-dev-addresses`).
     """
     from notes_server.security.keyring import KeyRing
     from notes_server.security.sandbox import SandboxUnavailable, confine, policy_for
@@ -38,7 +45,9 @@ def confine_serving(
     if mirrored:
         key = () if key_file is None else (key_file,)
         reads = (*mirrored, *key, *extra_reads)
-    policy = policy_for(settings.sqlite_path, transport=transport, reads=reads)
+    policy = policy_for(
+        settings.sqlite_path, transport=transport, reads=reads, connect_ports=connect_ports
+    )
     try:
         status = confine(settings.sandbox, policy)
     except SandboxUnavailable as exc:

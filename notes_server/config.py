@@ -27,6 +27,10 @@ ENV_PAUSE_AT = "NOTES_SERVER_TEST_PAUSE_AT"
 # "core" makes every repository use its portable Core implementation, even on SQLite (tests).
 ENV_STORE_IMPL = "NOTES_SERVER_STORE_IMPL"
 STORE_IMPLS = ("auto", "core")
+# Semantic search: "auto" uses the `semantic` extra when it is installed, "on" requires it,
+# "off" never loads it (keyword only).
+ENV_SEMANTIC = "NOTES_SERVER_SEMANTIC"
+SEMANTIC_MODES = ("auto", "on", "off")
 # Set by `serve --transport http` for its worker processes; not meant to be set by hand.
 ENV_WORKER_CONFIG = "NOTES_SERVER_WORKER_CONFIG"
 DEFAULT_STATE_TTL = 300.0
@@ -69,6 +73,7 @@ class Settings:
     pause_at: str | None = None
     # Which repository implementations the engine uses (see store.engine.uses_driver).
     store_impl: str = "auto"
+    semantic: str = "auto"
     # Seconds to wait for a 2025-era client's roots/list answer (None: legacy.roots.ROOTS_WAIT_S).
     roots_wait_s: float | None = None
 
@@ -181,6 +186,9 @@ def build_settings(
     store_impl = env.get(ENV_STORE_IMPL) or "auto"
     if store_impl not in STORE_IMPLS:
         raise SettingsError(f"{ENV_STORE_IMPL}: expected one of {', '.join(STORE_IMPLS)}")
+    semantic = (env.get(ENV_SEMANTIC) or "auto").strip().lower()
+    if semantic not in SEMANTIC_MODES:
+        raise SettingsError(f"{ENV_SEMANTIC}: expected one of {', '.join(SEMANTIC_MODES)}")
     return Settings(
         db_url=_checked_db(url, source),
         db_is_default=is_default,
@@ -193,6 +201,7 @@ def build_settings(
         pause_at=env.get(ENV_PAUSE_AT) or None,
         sandbox=sandbox,
         store_impl=store_impl,
+        semantic=semantic,
         roots_wait_s=_checked_roots_wait(env.get(ENV_ROOTS_WAIT)),
     )
 
@@ -211,6 +220,10 @@ class HttpSettings:
     jwt_client_ids: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     public_url: str | None = None
+    # `--auth oauth`: dynamic client registration (RFC 7591) "open" or "off".
+    registration: str = "open"
+    # `--auth oauth`: Client ID Metadata Documents may be on loopback/private addresses (dev).
+    oauth_dev_addresses: bool = False
     max_body_bytes: int = 4 * 1024 * 1024
     request_timeout: float = 30.0
 

@@ -7,6 +7,7 @@ turns an exception into a JSON-RPC error object. Anything else becomes -32603 wi
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -20,6 +21,8 @@ UNSUPPORTED_VERSION = -32022
 
 # Fixed messages: they must never reveal why access was refused or what exists.
 WORKSPACE_DENIED = "Workspace is not available to this principal"
+# At most this many of the caller's own workspaces are named in a refusal.
+MAX_LISTED_WORKSPACES = 20
 STATE_REJECTED = "Invalid or expired requestState"
 
 
@@ -67,10 +70,25 @@ class UnsupportedVersion(McpError):
 
 
 class WorkspaceDenied(InvalidParams):
-    """Unauthorized, unknown or malformed workspace: one message for all three."""
+    """Unauthorized, unknown or malformed workspace: one message for all three. With
+    `usable` (the caller's own workspaces this tool may use, which depend only on the caller,
+    never on the workspace it named), the message says what to do instead, and `data` lists
+    them as `usableWorkspaces`."""
 
-    def __init__(self) -> None:
-        super().__init__(WORKSPACE_DENIED)
+    def __init__(self, usable: Sequence[str] | None = None, *, write: bool = False) -> None:
+        if usable is None:
+            super().__init__(WORKSPACE_DENIED)
+            return
+        shown = list(usable[:MAX_LISTED_WORKSPACES])
+        if not shown:
+            hint = (
+                "it has no workspace it can write to" if write else "it has no workspace"
+            ) + " (an operator grants one with `notes-server workspace grant`)"
+        else:
+            more = len(usable) - len(shown)
+            verb = "it can write to" if write else "it can use"
+            hint = f"workspaces {verb}: " + ", ".join(shown) + (f" and {more} more" if more else "")
+        super().__init__(f"{WORKSPACE_DENIED}; {hint}", {"usableWorkspaces": shown})
 
 
 class StateRejected(InvalidParams):

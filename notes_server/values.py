@@ -32,6 +32,31 @@ def nests_deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def larger_than(value: Any, limit: int) -> bool:
+    """Whether `value` would take more than about `limit` bytes as JSON (strings and member
+    names by length, other values a few bytes each). Iterative, and it stops as soon as the
+    limit is passed, so a huge value costs no more than a small one."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 3
+        elif isinstance(item, dict):
+            size += 2
+            for key, child in item.items():
+                size += len(key) + 4
+                stack.append(child)
+        elif isinstance(item, list):
+            size += 2 + len(item)
+            stack.extend(item)
+        else:
+            size += 8
+        if size > limit:
+            return True
+    return False
+
+
 def has_surrogate(text: str) -> bool:
     return _SURROGATE.search(text) is not None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,17 +14,14 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import pg_support
-from helpers import ServerProcess, default_db_url, make_request
-from helpers import spawn_server as _spawn_server
-
 from notes_server.app import create_app
 from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
+from tests import pg_support
+from tests.helpers import ServerProcess, default_db_url, make_request
+from tests.helpers import spawn_server as _spawn_server
 
 Call = Callable[..., dict[str, Any]]
 
@@ -35,6 +32,9 @@ hypothesis_settings.load_profile("notes-server")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    stale = sorted(name for name in SLOW_MODULES if not (_TESTS / name).is_file())
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {stale}")
     if pg_support.on_postgresql():
         problem = pg_support.reachable()
         if problem is not None:
@@ -57,18 +57,53 @@ SQLITE_ONLY_MODULES = {
     "test_hot_paths.py": "the pysqlite fast paths and the SQLite cold start",
     "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
 }
+# Whole modules marked `slow` (left out of the quick loop, `scripts/test -m "not slow"`): real
+# clients and browsers, several server processes at once, crash points, builds and benchmarks.
+# A single test elsewhere may carry @pytest.mark.slow itself.
+SLOW_MODULES = {
+    "test_bench_smoke.py": "runs scripts/bench against the SDK peer",
+    "packaging/test_wheel.py": "builds and installs the wheel",
+    "concurrency/test_crash_safety.py": "kills servers at crash points",
+    "concurrency/test_delete_race.py": "processes racing on one database",
+    "concurrency/test_first_start_race.py": "processes racing on a first start",
+    "concurrency/test_edit_sections_race.py": "processes racing on one note",
+    "concurrency/test_pg_legacy_cross_instance.py": "several server processes",
+    "concurrency/test_pg_migrate_race.py": "processes racing on a migration",
+    "concurrency/test_pg_multi_instance.py": "several server processes",
+    "concurrency/test_revoke_between_rounds.py": "processes racing on a revocation",
+    "folders/test_symlink_race.py": "an adversary racing a sync",
+    "security/test_sandbox_process.py": "confined server processes and their workers",
+    "transports/test_http_process.py": "multi-worker HTTP servers",
+    "transports/test_http_token_revocation_process.py": "a server and the CLI at once",
+    "transports/test_legacy_http_roots.py": "two server processes per test",
+    "transports/test_legacy_http_elicitation.py": "two server processes per test",
+    "transports/test_legacy_http_sdk_client.py": "a real client (the Python SDK)",
+    "transports/test_legacy_roots_sdk_client.py": "a real client (the Python SDK)",
+    "legacy/test_legacy_sdk_client.py": "a real client (the Python SDK)",
+    "approval/test_purge_sdk_client.py": "a real client (the Python SDK)",
+    "transports/test_client_matrix.py": "real clients (scripts/clients)",
+    "transports/test_multi_instance_script.py": "real clients and three instances",
+    "transports/test_legacy_http_ts_client.py": "a real client (scripts/clients)",
+    "approval/test_purge_ts_client.py": "a real client (scripts/clients)",
+    "approval/test_purge_browser.py": "a real browser (scripts/apps-browser)",
+    "apps/test_apps_browser.py": "a real browser (scripts/apps-browser)",
+}
 _TESTS = Path(__file__).parent
 
 
+def _module(item: pytest.Item) -> str:
+    return item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _module(item) in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
     if not pg_support.on_postgresql():
         return
     for item in items:
         marker = item.get_closest_marker("sqlite_only")
-        module = (
-            item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
-        )
-        reason = SQLITE_ONLY_MODULES.get(module)
+        reason = SQLITE_ONLY_MODULES.get(_module(item))
         if marker is not None:
             reason = marker.args[0] if marker.args else "SQLite-specific behaviour"
         if reason is not None:
@@ -81,6 +116,30 @@ def _drop_test_databases() -> Iterator[None]:
     ends."""
     yield
     pg_support.drop_created()
+
+
+# What a skip's reason names -> the one summary line for it (item 16 of issue 21).
+NOT_INSTALLED = {
+    "run scripts/clients": "real clients (run scripts/clients)",
+    "run scripts/apps-browser": "real browser (run scripts/apps-browser)",
+}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line at the end when tests skipped because an installer has not run: easy to miss
+    among the other skips, and `scripts/test --all` runs them."""
+    counts = dict.fromkeys(NOT_INSTALLED.values(), 0)
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        for needle, what in NOT_INSTALLED.items():
+            counts[what] += needle in reason
+    missing = [f"{what}: {n} tests" for what, n in counts.items() if n]
+    if missing:
+        terminalreporter.write_line(
+            f"skipped: {'; '.join(missing)}; `scripts/test --all` installs them and runs all"
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -121,14 +180,48 @@ def store_impl() -> str:
     return os.environ.get("NOTES_SERVER_STORE_IMPL") or "auto"
 
 
-@pytest.fixture
-def migrated_engine(settings: Settings, store_impl: str) -> Iterator[Engine]:
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty SQLite file. Tests copy it instead of migrating their own database: a
+    copy is a millisecond, a migration a third of a second of fsyncs on a busy disk."""
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 
-    engine = make_engine(settings.db_url, store_impl=store_impl)
+    path = tmp_path_factory.mktemp("sqlite-template") / "notes.db"
+    engine = make_engine(f"sqlite:///{path}")
     try:
         migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+    return path
+
+
+def _new_sqlite_file(db_url: str) -> Path | None:
+    """The file of a SQLite URL that does not exist yet (None for any other database)."""
+    from sqlalchemy.engine.url import make_url
+
+    url = make_url(db_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = Path(url.database)
+    return None if path.exists() else path
+
+
+@pytest.fixture
+def migrated_engine(settings: Settings, store_impl: str, sqlite_template: Path) -> Iterator[Engine]:
+    """The test's database at the head revision: a copy of the session's migrated template
+    for a new SQLite file, else migrated here (PostgreSQL databases come from their own
+    template, pg_support)."""
+    from notes_server.store import migrate
+    from notes_server.store.engine import make_engine
+
+    fresh = _new_sqlite_file(settings.db_url)
+    if fresh is not None:
+        shutil.copyfile(sqlite_template, fresh)
+    engine = make_engine(settings.db_url, store_impl=store_impl)
+    try:
+        if fresh is None:
+            migrate.upgrade(engine)
         yield engine
     finally:
         engine.dispose()

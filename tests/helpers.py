@@ -1,6 +1,6 @@
 """Helpers shared by the test suite: request builders and a real `notes-server serve` process.
 
-Importable from any test module because tests/conftest.py puts this directory on sys.path.
+Imported as `from tests.helpers import ...`: tests/ is a package (no sys.path changes).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def free_port() -> int:
 def default_db_url(tmp_path: Path) -> str:
     """The test's database: a SQLite file under tmp_path, or (NOTES_SERVER_TEST_DB=postgresql)
     a throw-away migrated PostgreSQL database, dropped when the test ends."""
-    import pg_support
+    from tests import pg_support
 
     if pg_support.on_postgresql():
         return pg_support.database_url(tmp_path)
@@ -165,3 +165,18 @@ def spawn_server(
             env=subprocess_env(tmp_path, env),
         )
     return ServerProcess(proc, stderr_path)
+
+
+def workspace_refusal(error: Any) -> bool:
+    """The one refusal of a workspace the caller cannot use: -32602, the fixed first sentence,
+    then what to do, with the caller's own usable workspaces listed in `data`."""
+    if not isinstance(error, Mapping) or error.get("code") != -32602:
+        return False
+    data = error.get("data")
+    message = error.get("message")
+    return (
+        isinstance(message, str)
+        and message.startswith("Workspace is not available to this principal; ")
+        and isinstance(data, Mapping)
+        and isinstance(data.get("usableWorkspaces"), list)
+    )

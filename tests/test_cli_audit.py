@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import subprocess_env
 
 from notes_server.cli import main
 from notes_server.store import audit
 from notes_server.store.audit import AuditRecord
+from tests.helpers import subprocess_env
 
 WS = "file:///home/alice/notes"
 OTHER = "file:///home/bob/work"

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import subprocess_env
 from sqlalchemy import func, select
 
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, notes
 from notes_server.store.models import audit_table, nonces_table, notes_table
 from notes_server.store.notes import NoteRecord
+from tests.helpers import subprocess_env
 
 WS = "file:///home/alice/notes"
 TITLE = "TPS report"

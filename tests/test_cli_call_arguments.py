@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import default_db_url
-from test_cli_call import OLDER, WS, prepare, run_call
+
+from tests.helpers import default_db_url
+from tests.test_cli_call import OLDER, WS, prepare, run_call
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import default_db_url, subprocess_env
-from test_cli_call import NEWER, OLDER, TITLE, audit_outcomes, counts, delete_args, prepare
+
+from tests.helpers import default_db_url, subprocess_env
+from tests.test_cli_call import NEWER, OLDER, TITLE, audit_outcomes, counts, delete_args, prepare
 
 WAIT_S = 60  # a safety net against a hung child, not a timing assertion
 

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_faults import fill, read_only, small_disk, write_garbage
-from helpers import subprocess_env
 
 from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from tests.db_faults import fill, read_only, small_disk, write_garbage
+from tests.helpers import subprocess_env
 
 RUN_TIMEOUT_S = 60.0
 COMMANDS = {

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_request
+
+from tests.helpers import make_request
 
 SCRIPT = Path(sys.executable).parent / "notes-server"
 WORKSPACE = "file:///home/alice/notes"

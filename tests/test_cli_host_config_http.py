@@ -15,13 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import make_request, subprocess_env
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "transports"))
-from http_support import HttpServer, mcp_headers, start_http_server
 
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.helpers import make_request, subprocess_env
+from tests.transports.http_support import HttpServer, mcp_headers, start_http_server
 
 SCRIPT = Path(sys.executable).parent / "notes-server"
 SECRET_LOOKALIKE = "nst_fromtheenvironment"

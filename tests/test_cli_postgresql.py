@@ -9,15 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pg_support
 import pytest
-from helpers import subprocess_env
 from sqlalchemy import text
 from sqlalchemy.engine.url import make_url
 
 from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from tests import pg_support
+from tests.helpers import subprocess_env
 
 RUN_TIMEOUT_S = 60.0
 KEYS = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}

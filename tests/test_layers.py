@@ -19,7 +19,8 @@ PACKAGE = Path(next(iter(notes_server.__path__)))
 # Higher ranks may import lower ones; a layer may import itself. Security and store share a
 # rank but must not import each other (the store persists, security decides). The legacy
 # adapter and the `call` client live at the edge with the transports; MCP Apps and the
-# extension seam they plug into are tools, and so are prompts (tools' sibling seam).
+# extension seam they plug into are tools, and so are prompts (tools' sibling seam) and
+# the built-in authorization server.
 EDGE = {
     "legacy": "transports",
     "client": "transports",
@@ -27,6 +28,8 @@ EDGE = {
     "extensions": "tools",
     "approval": "tools",
     "prompts": "tools",
+    # The built-in authorization server: routes and pages like the approval page's.
+    "oauth": "tools",
 }
 RANKS = {
     "cli": 7,

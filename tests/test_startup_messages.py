@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import spawn_server, subprocess_env
 
 from notes_server.store.migrate import HEAD
+from tests.helpers import spawn_server, subprocess_env
 
 START_TIMEOUT_S = 60  # a safety net against a hung child, not a timing assertion
 BANNER_URL = re.compile(r"MCP 2026-07-28 and 2025-11-25 over (http://127\.0\.0\.1:(\d+)/mcp) \|")

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_request, spawn_server, subprocess_env
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.sandbox import abi_version
+from tests.helpers import make_request, spawn_server, subprocess_env
 
 NOTES = "file:///home/alice/notes"
 COMMANDS = [

@@ -1,6 +1,7 @@
 """The approval page's HTML: plain forms that work without JavaScript, every value escaped.
 
-No scripts, no styles, no external resources: the page's CSP is `default-src 'none'`.
+No scripts and no external resources: the page's CSP is `default-src 'none'` plus the hash of
+the shared stylesheet (`page_style`).
 """
 
 from __future__ import annotations
@@ -8,16 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from notes_server import page_style
+
 MAX_LISTED = 200
 
 
 def document(title: str, body: str) -> str:
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="referrer" content="same-origin">'
-        f"<title>{escape(title)}</title></head><body>\n<h1>{escape(title)}</h1>\n{body}\n"
-        "</body></html>\n"
-    )
+    return page_style.document(title, body)
 
 
 def message(title: str, text: str) -> str:
@@ -28,10 +26,11 @@ def login_form(csrf: str, error: str | None = None) -> str:
     """Step 1 over HTTP: the person proves they are the principal that asked, with their own
     credential for this server (never a password or token of any other service)."""
     intro = (
-        "sign in with <em>your own</em> API token (it starts with <code>nst_</code>) or access "
-        "token for this notes server. Do not enter a password or a token of any other service."
+        "sign in with <em>your own</em> API token (it starts with <code>nst_</code>), access "
+        "token or account password for this notes server. Do not enter a password or a token "
+        "of any other service."
     )
-    return _secret_form(csrf, error, intro, "Token", "password")
+    return _secret_form(csrf, error, intro, "Token or password", "password")
 
 
 def code_form(csrf: str, error: str | None = None) -> str:
@@ -51,7 +50,8 @@ def _secret_form(csrf: str, error: str | None, intro: str, label: str, kind: str
         '<form method="post" action="/approval">'
         f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
         f'<label>{escape(label)} <input type="{kind}" name="token" autocomplete="off" '
-        'required></label> <button type="submit">Sign in</button></form>'
+        'required></label> <div class="actions"><button type="submit">Sign in</button></div>'
+        "</form>"
     )
     return document("Sign in to review a purge", body)
 
@@ -72,6 +72,7 @@ def confirm_form(
         f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
         f"<label>Type <code>{escape(segment)}</code> to confirm "
         '<input type="text" name="confirm" autocomplete="off" required></label> '
-        '<button type="submit">Permanently delete</button></form>'
+        '<div class="actions"><button type="submit" class="danger">Permanently delete</button>'
+        "</div></form>"
     )
     return document("Approve the purge", body)

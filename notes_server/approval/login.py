@@ -2,7 +2,9 @@
 
 - `TokenLogin` (HTTP): the principal's own credential for this server, typed into the page,
   checked by the HTTP server's own authenticator (stored `nst_` tokens and, with `--auth jwt`,
-  JWTs), else (`--auth none`, which accepts anything) only as a stored `nst_` token.
+  JWTs), else (`--auth none`, which accepts anything) only as a stored `nst_` token; or the
+  password of the principal's local account (`notes-server user add`, used by `--auth oauth`),
+  never an OAuth access token (that is the assistant's credential, not the person's).
 - `CodeLogin` (stdio): a one-time code the server prints on its stderr when the link is opened.
   Only the person who can read the server's own terminal or log sees it; the stdio server acts
   for one principal.
@@ -70,16 +72,36 @@ class TokenLogin:
         from notes_server.security.tokens import TokenVerifier, looks_like_token
         from notes_server.store.tokens import SqlTokenRecords
 
-        secret = secret.strip()
-        if not secret or len(secret) > MAX_CREDENTIAL or any(c.isspace() for c in secret):
+        if not secret or len(secret) > MAX_CREDENTIAL:
             return None
-        if self.verify is not None:
-            principal = self.verify(secret)
-        elif looks_like_token(secret):
-            principal = TokenVerifier(SqlTokenRecords(self.services.engine)).principal_for(secret)
-        else:
-            return None
+        credential = secret.strip()
+        principal = None
+        if credential and not any(c.isspace() for c in credential):
+            if self.verify is not None:
+                principal = self.verify(credential)
+            elif looks_like_token(credential):
+                records = SqlTokenRecords(self.services.engine)
+                principal = TokenVerifier(records).principal_for(credential)
+        if principal is None and self.account_password(approval.principal, secret):
+            principal = approval.principal
         return principal if principal == approval.principal else None
+
+    def account_password(self, principal: str, secret: str) -> bool:
+        """True when `secret` is the password of `principal`'s local account (argon2id; only
+        when the optional `oauth` extra is installed and the account exists)."""
+        from notes_server.store import oauth
+        from notes_server.store.engine import read_tx
+
+        with read_tx(self.services.engine) as conn:
+            stored = oauth.password_hash(conn, principal)
+        if stored is None:
+            return False
+        from notes_server.security.passwords import verify_password
+
+        try:
+            return verify_password(stored, secret)
+        except ImportError:  # argon2-cffi (the `oauth` extra) is not installed
+            return False
 
 
 class CodeLogin:

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from notes_server import page_style
 from notes_server.approval import html
 from notes_server.approval.login import Login, TokenLogin
 from notes_server.tools.purge import APPROVAL_PATH, last_segment, link_hash
@@ -45,9 +46,7 @@ COOKIE_KIND = "notes-purge-approval"
 SESSION_TTL = timedelta(minutes=10)
 MAX_FIELD = 8192
 HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
+    "Content-Security-Policy": page_style.CSP,
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
     "Pragma": "no-cache",

@@ -88,6 +88,16 @@ class LegacyHttp:
         self.roots_wait_s = options.roots_wait_s
         self.wakeups = Wakeups()
 
+    @property
+    def sweep_every_s(self) -> float:
+        return self.store.options.sweep_every_s
+
+    def sweep(self) -> None:
+        """Expired sessions and questions out of the database (blocking: a worker thread)."""
+        swept = self.store.sweep()
+        if swept:
+            log.debug("swept %d expired sessions", swept)
+
     async def run(self, func: Callable[[], _T]) -> _T:
         return await self.threads.run(func, self.timeout)
 

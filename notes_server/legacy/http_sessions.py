@@ -4,18 +4,23 @@ client's answers, with the clock applied."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from notes_server.legacy.roots import ROOTS_WAIT_S, GrantLookup, Roots, dump_roots, load_roots
 from notes_server.legacy.session import LegacySession
 from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
 
 SESSION_TTL = timedelta(hours=24)
+# How often each HTTP worker deletes expired sessions and questions (not only when a session
+# opens: a principal that stops opening sessions would otherwise leave its rows behind).
+SWEEP_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +34,27 @@ class LegacyHttpOptions:
     answer_wait_s: float
     grants: GrantLookup | None = None
     roots_wait_s: float = ROOTS_WAIT_S
+    sweep_every_s: float = SWEEP_EVERY_S
 
 
 def session_hash(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+# The stored texts are parsed once, not on every request of a session: many sessions share
+# the same capabilities (one client program), and what is stored is bounded (`start_session`).
+# The values are shared, so nothing may change them (`modern_params` copies what it stamps).
+@functools.lru_cache(maxsize=512)
+def _negotiated(
+    capabilities_json: str, client_info_json: str | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    info = None if client_info_json is None else json.loads(client_info_json)
+    return json.loads(capabilities_json), info
+
+
+@functools.lru_cache(maxsize=512)
+def _roots(roots_json: str | None) -> tuple[bool, Roots | None]:
+    return load_roots(roots_json)
 
 
 class SessionStore:
@@ -68,11 +90,11 @@ class SessionStore:
         record = repo.lookup(key, principal, now)
         if record is None:
             return None
-        info = None if record.client_info_json is None else json.loads(record.client_info_json)
-        known, roots = load_roots(record.roots_json)
+        capabilities, info = _negotiated(record.capabilities_json, record.client_info_json)
+        known, roots = _roots(record.roots_json)
         session = LegacySession(
             record.version,
-            json.loads(record.capabilities_json),
+            capabilities,
             info,
             roots,
             known,
@@ -80,6 +102,9 @@ class SessionStore:
             record.log_level,
         )
         return session, repo.refresh_due(record, now)
+
+    def sweep(self) -> int:
+        return self.repo.sweep(self.options.clock())
 
     def refresh(self, key: str) -> None:
         self.repo.refresh(key, self.options.clock())

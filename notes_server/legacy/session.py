@@ -89,20 +89,41 @@ class LegacySession(NamedTuple):
 
 
 def start_session(params: dict[str, Any]) -> LegacySession:
-    """Validate `initialize` params; an unknown version is answered, not refused."""
+    """Validate `initialize` params; an unknown version is answered, not refused. The session
+    keeps only what the server uses (`modern_capabilities`, `kept_client_info`), bounded."""
     requested = params.get("protocolVersion")
     if not isinstance(requested, str):
         raise InvalidParams("Invalid params: initialize needs protocolVersion as a string")
     declared = params.get("capabilities", {})
     if not isinstance(declared, dict):
         raise InvalidParams("Invalid params: initialize capabilities must be an object")
-    client_info = params.get("clientInfo")
     version = negotiate(requested)
     return LegacySession(
-        version,
-        modern_capabilities(declared, version),
-        client_info if isinstance(client_info, dict) else None,
+        version, modern_capabilities(declared, version), kept_client_info(params.get("clientInfo"))
     )
+
+
+CLIENT_INFO_FIELDS = ("name", "title", "version")
+MAX_CLIENT_INFO_FIELD = 256
+
+
+def kept_client_info(client_info: object) -> dict[str, str] | None:
+    """`clientInfo`'s name, title and version (strings; other members are not kept): each
+    at most MAX_CLIENT_INFO_FIELD characters, a longer one is -32602."""
+    if not isinstance(client_info, dict):
+        return None
+    kept: dict[str, str] = {}
+    for field in CLIENT_INFO_FIELDS:
+        value = client_info.get(field)
+        if not isinstance(value, str):
+            continue
+        if len(value) > MAX_CLIENT_INFO_FIELD:
+            raise InvalidParams(
+                f"Invalid params: initialize clientInfo.{field} is longer than "
+                f"{MAX_CLIENT_INFO_FIELD} characters"
+            )
+        kept[field] = value
+    return kept
 
 
 class LegacyHandler:

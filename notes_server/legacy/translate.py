@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, TypeGuard
 
-from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED
+from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED, InvalidParams
 from notes_server.protocol.meta import names_version
 from notes_server.protocol.versions import (
     LATEST,
@@ -19,6 +19,7 @@ from notes_server.protocol.versions import (
     META_SERVER_INFO,
     META_VERSION,
 )
+from notes_server.values import larger_than
 
 LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_LEGACY = LEGACY_VERSIONS[0]
@@ -92,23 +93,45 @@ def negotiate(requested: str) -> str:
     return requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
 
 
+# What a session keeps of `initialize`: only what the server reads, bounded (the row lives for
+# a day, and every request of the session stamps it into `_meta`).
+MAX_KEPT_CAPABILITIES_BYTES = 8 * 1024
+_SAMPLING_FLAGS = ("context", "tools")
+
+
 def modern_capabilities(declared: dict[str, Any], version: str = LATEST_LEGACY) -> dict[str, Any]:
-    """Map `initialize` capabilities to the per-request 2026-07-28 shape.
+    """Map `initialize` capabilities to the per-request 2026-07-28 shape, keeping only what
+    the server reads: which elicitation modes, roots and sampling are declared (their
+    contents are not read, so they are kept as `{}`) and the `extensions` entries (each
+    extension reads its own). `experimental` and `tasks` are dropped, as are malformed entries.
 
     `roots: {listChanged}` becomes `roots: {}`; `elicitation: {}` stays `{}` (form only);
-    `tasks` (core in 2025-11-25, an extension now) is dropped; malformed entries are dropped;
-    `url` mode, which older revisions cannot express, counts only from 2025-11-25 on.
+    `url` mode, which older revisions cannot express, counts only from 2025-11-25 on. What is
+    kept may take at most MAX_KEPT_CAPABILITIES_BYTES as JSON: more is -32602.
     """
     caps: dict[str, Any] = {}
-    for key in ("experimental", "sampling", "extensions"):
-        if isinstance(declared.get(key), dict):
-            caps[key] = copy.deepcopy(declared[key])
+    sampling = declared.get("sampling")
+    if isinstance(sampling, dict):
+        caps["sampling"] = {
+            flag: {} for flag in _SAMPLING_FLAGS if isinstance(sampling.get(flag), dict)
+        }
+    if isinstance(declared.get("extensions"), dict):
+        if larger_than(declared["extensions"], MAX_KEPT_CAPABILITIES_BYTES):
+            raise InvalidParams(
+                "Invalid params: initialize capabilities.extensions take more than "
+                f"{MAX_KEPT_CAPABILITIES_BYTES} bytes"
+            )
+        caps["extensions"] = {
+            name: copy.deepcopy(entry)
+            for name, entry in declared["extensions"].items()
+            if isinstance(entry, dict)
+        }
     if isinstance(declared.get("roots"), dict):
         caps["roots"] = {}
     elicitation = declared.get("elicitation")
     if isinstance(elicitation, dict):
         caps["elicitation"] = {
-            mode: copy.deepcopy(value)
+            mode: {}
             for mode, value in elicitation.items()
             if mode in ("form", "url")
             and isinstance(value, dict)
@@ -134,7 +157,7 @@ def modern_params(
     if log_level is not None:
         stamped[META_LOG_LEVEL] = log_level
     if client_info is not None:
-        stamped[META_CLIENT_INFO] = client_info
+        stamped[META_CLIENT_INFO] = dict(client_info)  # shared by the session's requests
     return {**params, "_meta": stamped}
 
 

@@ -1,6 +1,10 @@
 """JSON-RPC 2.0 envelope: strict decoding of one message and compact encoding of replies.
 
-Pure: bytes in, values out. Errors carry the request id when it could be read safely.
+Pure: bytes in, values out. Errors carry the request id when it could be read safely: a
+message nested too deep is refused with its top-level `id` whenever that can be read (-32602
+when the depth is inside `params`, -32600 elsewhere), even when the nesting is too deep for the
+parser itself (`_top_level_members`, only on that refusal path); only a frame whose own top
+level cannot be read is answered with `id: null`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from notes_server.values import (
 RequestId = str | int
 _ALLOWED_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _TOO_DEEP = f"Invalid Request: message nests deeper than {MAX_DEPTH} levels"
+_PARAMS_TOO_DEEP = f"Invalid params: params nest deeper than {MAX_DEPTH} levels"
 # A lone surrogate can only arrive as a `\uD800`-style escape (strict UTF-8 refuses the raw
 # form), so a message without one of these needs no walk.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -79,12 +84,109 @@ def parse_json(raw: bytes | str) -> Any:
     except _DuplicateKey:
         raise DecodeFailure(InvalidRequest("Invalid Request: duplicate object key"), None) from None
     except RecursionError:
-        raise DecodeFailure(InvalidRequest(_TOO_DEEP), None) from None
+        members = _top_level_members(text)
+        raise _too_deep(members, members is not None and members.get("params") is _DEEP) from None
     except ValueError:
         raise DecodeFailure(ParseError("Parse error: invalid JSON"), None) from None
     if text.count("{") + text.count("[") > MAX_DEPTH and nests_deeper_than(value):
-        raise DecodeFailure(InvalidRequest(_TOO_DEEP), request_id_of(value))
+        members = value if isinstance(value, dict) else None
+        in_params = members is not None and nests_deeper_than(members.get("params"), MAX_DEPTH - 1)
+        raise _too_deep(members, in_params)
     return value
+
+
+def _too_deep(members: dict[str, Any] | None, in_params: bool) -> DecodeFailure:
+    """The refusal of a message nested too deep, with its id when the top level was read."""
+    request_id = request_id_of(members)
+    if in_params:
+        return DecodeFailure(InvalidParams(_PARAMS_TOO_DEEP), request_id)
+    return DecodeFailure(InvalidRequest(_TOO_DEEP), request_id)
+
+
+# Stands for the member whose value nests too deep for the parser (`_top_level_members`).
+_DEEP: Any = object()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_TAIL_SCALAR = re.compile(f"(?:{_NUMBER}|true|false|null|{_STRING})[ \t\n\r]*\\Z")
+_TAIL_KEY = re.compile(f"({_STRING})[ \t\n\r]*:[ \t\n\r]*\\Z")
+# How far back a scalar member at the end of a too-deep message is looked for (an id, a
+# method name: short values).
+_TAIL_WINDOW = 4096
+
+
+def _skip_space(text: str, index: int) -> int:
+    match = _SPACE.match(text, index)
+    return index if match is None else match.end()
+
+
+def _space_before(text: str, end: int) -> int:
+    """The index where the whitespace that ends at `end` starts."""
+    while end > 0 and text[end - 1] in " \t\n\r":
+        end -= 1
+    return end
+
+
+def _top_level_members(text: str) -> dict[str, Any] | None:
+    """The members of a top-level object too deep for the parser, as far as they can be read
+    without walking the deep value: from the front up to it (each member decoded by the
+    strict parser, which stops at the deep one), then the scalar members after it, from the
+    closing brace backwards. The deep value is `_DEEP`. None when the top level is not an
+    object or a member name repeats."""
+    members: dict[str, Any] = {}
+    index = _skip_space(text, 0)
+    if not text.startswith("{", index):
+        return None
+    index = _skip_space(text, index + 1)
+    while True:
+        try:
+            key, index = _DECODER.raw_decode(text, index)
+            index = _skip_space(text, index)
+            if not isinstance(key, str) or not text.startswith(":", index):
+                return None
+            value, index = _DECODER.raw_decode(text, _skip_space(text, index + 1))
+        except RecursionError:
+            if key in members:
+                return None
+            members[key] = _DEEP
+            return _tail_members(text, members)
+        except ValueError:
+            return None
+        if key in members:
+            return None
+        members[key] = value
+        index = _skip_space(text, index)
+        if not text.startswith(",", index):
+            return members
+        index = _skip_space(text, index + 1)
+
+
+def _tail_members(text: str, members: dict[str, Any]) -> dict[str, Any] | None:
+    """`members` and the scalar members that end the top-level object, read from its closing
+    brace backwards up to the first that is not a short scalar."""
+    end = _space_before(text, len(text))
+    if not text.endswith("}", 0, end):
+        return members
+    end -= 1
+    while True:
+        scalar = _TAIL_SCALAR.search(text, max(0, end - _TAIL_WINDOW), end)
+        if scalar is None:
+            return members
+        named = _TAIL_KEY.search(text, max(0, scalar.start() - _TAIL_WINDOW), scalar.start())
+        if named is None:
+            return members
+        try:
+            key = _DECODER.decode(named.group(1))
+            value = _DECODER.decode(text[scalar.start() : end])
+        except ValueError:
+            return members
+        if key in members:
+            return None
+        members[key] = value
+        end = _space_before(text, named.start())
+        if not text.endswith(",", 0, end):
+            return members
+        end -= 1
 
 
 def _valid_id(value: Any) -> bool:

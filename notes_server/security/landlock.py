@@ -101,6 +101,10 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
@@ -150,12 +154,14 @@ def restrict(
     deny_connect: bool,
     writable_folders: Iterable[Path] = (),
     readable: Iterable[Path] | None = None,
+    connect_ports: Iterable[int] = (),
 ) -> int:
     """Confine this thread (and threads and children it creates later): writes only to
     `writable_files` and beneath `writable_folders` (where files and folders may also be
     created, removed and renamed in place), nothing elsewhere; when `readable` is given, reads
     (and execution) only of those files, beneath those folders and of the writable places.
-    Returns the ABI used."""
+    With `deny_connect`, TCP connections to `connect_ports` stay allowed (ABI 4: before it,
+    Landlock handles no network at all). Returns the ABI used."""
     abi = abi_version()
     if abi < 1:
         raise LandlockError("Landlock is not available on this kernel")
@@ -174,6 +180,14 @@ def restrict(
             _allow(libc, ruleset, path, _FOLDER_RIGHTS & handled)
         for path in readable or ():
             _allow(libc, ruleset, path, _READ_ONLY_RIGHTS & handled, missing_ok=True)
+        if deny_connect and abi >= 4:
+            for port in connect_ports:
+                rule = _NetPortAttr(NET_CONNECT_TCP, port)
+                if libc.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, ctypes.byref(rule), 0) != 0:
+                    raise LandlockError(
+                        f"landlock_add_rule failed for port {port}: "
+                        f"{os.strerror(ctypes.get_errno())}"
+                    )
         no_new_privs(libc)
         if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
             raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")

@@ -38,3 +38,22 @@ def grantable_problem(name: str) -> str | None:
 def external(issuer: str, subject: str) -> str:
     """The principal of a JWT user; `issuer` never contains the separator (checked at start)."""
     return f"{issuer}{SEPARATOR}{subject}"
+
+
+class ConsentedPrincipal(str):
+    """A principal acting through an OAuth access token: it is the principal's name (equal to
+    it, hashed like it, stored as it), and it carries the workspaces its user ticked on the
+    consent page. Authorization (`tools.scope`) allows only those, and only while the
+    principal's own grants still do: a consent never widens, it only narrows."""
+
+    workspaces: frozenset[str]
+
+    def __new__(cls, name: str, workspaces: frozenset[str]) -> ConsentedPrincipal:
+        made = super().__new__(cls, name)
+        made.workspaces = workspaces
+        return made
+
+
+def consented_workspaces(principal: str) -> frozenset[str] | None:
+    """The workspaces an OAuth consent limits `principal` to, or None (no consent limit)."""
+    return principal.workspaces if isinstance(principal, ConsentedPrincipal) else None

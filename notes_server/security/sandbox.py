@@ -55,6 +55,9 @@ class Policy(NamedTuple):
     # None: reads are not confined; else what it may read beside the runtime, the database
     # and `folders` (the folders import and notes_import read).
     reads: tuple[Path, ...] | None = None
+    # TCP ports it may still connect to when `tcp_connect` is False (`--auth oauth`: 443, for
+    # client metadata documents).
+    connect_ports: tuple[int, ...] = ()
 
     def readable(self) -> list[Path] | None:
         """Every place the confined process may read, or None when reads stay open."""
@@ -68,15 +71,28 @@ class Policy(NamedTuple):
 
 
 def policy_for(
-    database: Path | None, *, transport: str, reads: tuple[Path, ...] | None = None
+    database: Path | None,
+    *,
+    transport: str,
+    reads: tuple[Path, ...] | None = None,
+    connect_ports: tuple[int, ...] | None = (),
 ) -> Policy:
-    """stdio on embedded SQLite needs no network; HTTP listens but never connects out; a
-    database server (no SQLite file) needs its TCP or Unix-socket connection. `reads`: confine
-    reads too, to the runtime, the database and these places (mirrored folders, key file)."""
+    """stdio on embedded SQLite needs no network; HTTP listens but never connects out, except
+    to `connect_ports` (None: anywhere); a database server (no SQLite file) needs its TCP or
+    Unix-socket connection. `reads`: confine reads too, to the runtime, the database and
+    these places (mirrored folders, key file)."""
     if database is None:
         return Policy(None, tcp_bind=True, tcp_connect=True, sockets=True, reads=reads)
     if transport == "http":
-        return Policy(database, tcp_bind=True, tcp_connect=False, sockets=True, reads=reads)
+        connect_anywhere = connect_ports is None
+        return Policy(
+            database,
+            tcp_bind=True,
+            tcp_connect=connect_anywhere,
+            sockets=True,
+            reads=reads,
+            connect_ports=connect_ports or (),
+        )
     return Policy(database, tcp_bind=False, tcp_connect=False, sockets=False, reads=reads)
 
 
@@ -126,6 +142,7 @@ def confine(mode: str, policy: Policy) -> str:
             deny_connect=not policy.tcp_connect,
             writable_folders=policy.folders,
             readable=policy.readable(),
+            connect_ports=policy.connect_ports,
         )
     except landlock.LandlockError as exc:
         if mode == "require":

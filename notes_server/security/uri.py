@@ -118,6 +118,15 @@ def parse_workspace_uri(text: str) -> WorkspaceUri:
     return WorkspaceUri(_parse_file_uri(text))  # refused with UriError, never remembered
 
 
+def parse_workspace_argument(text: str) -> WorkspaceUri:
+    """A workspace as a client names it in a tool's arguments: the strict form, or that form
+    with one trailing slash (`file:///home/alice/notes/` is the same folder). Everything
+    else `parse_workspace_uri` refuses stays refused (`file:///a//`, `file:///`)."""
+    if isinstance(text, str) and text.endswith("/") and not text.endswith("//"):
+        text = text[:-1]
+    return parse_workspace_uri(text)
+
+
 @functools.lru_cache(maxsize=256)
 def _remembered_workspace(text: str) -> WorkspaceUri:
     """A client names the same few workspaces call after call, so verdicts are remembered (a

@@ -9,8 +9,10 @@ from __future__ import annotations
 from sqlalchemy import (
     Boolean,
     Column,
+    ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -49,7 +51,7 @@ notes_table = Table(
     Index("ix_notes_workspace_updated", "workspace", "updated_at"),
 )
 
-# One row per link in a note's body (migration 0012), rebuilt whenever the note is
+# One row per link in a note's body (migration 0014), rebuilt whenever the note is
 # written (`store.content_index`). `target_id` is the note it resolves to in the same workspace,
 # NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are what it
 # can match (a markdown link has no title), so a note created, renamed or moved finds the
@@ -178,6 +180,11 @@ FTS_TABLE = "notes_fts"
 # by raw SQL like the FTS5 table, so not part of the models.
 SEARCH_VECTOR = "search_vector"
 SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
+# Substring search for scripts written without spaces (migration 0010): on SQLite a second FTS5
+# table with the trigram tokenizer (its name starts with FTS_TABLE, so it shares its handling),
+# on PostgreSQL pg_trgm GIN indexes on the title and the body.
+TRIGRAM_TABLE = "notes_fts_tri"
+TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_trgm")
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
 # the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the
@@ -276,3 +283,116 @@ purge_approvals_table = Table(
     Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
     Index("ix_purge_approvals_expires", "expires_at"),
 )
+
+# --- the built-in OAuth authorization server (`serve --auth oauth`) ---------------------------
+
+# A local account: the principal signs in to the consent page with this password (argon2id
+# hash only). Wrong passwords are counted here, so the lockout holds on every worker/instance.
+accounts_table = Table(
+    "accounts",
+    metadata,
+    Column("principal", String(200), primary_key=True),
+    Column("password_hash", String(512), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)
+
+# Wrong sign-ins per typed principal name (accounts or not, so a probe learns nothing), in a
+# window; `locked_until` set when the window's count reaches the limit.
+sign_in_failures_table = Table(
+    "oauth_sign_in_failures",
+    metadata,
+    Column("principal", String(200), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("window_start", TZ, nullable=False),
+    Column("locked_until", TZ, nullable=True),
+)
+
+# A client: pre-registered by the operator, registered dynamically (RFC 7591) or a Client ID
+# Metadata Document fetched from its https client_id (then `expires_at` ends the cached copy).
+oauth_clients_table = Table(
+    "oauth_clients",
+    metadata,
+    Column("client_id", String(2048), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(200), nullable=True),
+    Column("secret_hash", String(64), nullable=True),
+    Column("metadata_json", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=True),
+    Column("revoked_at", TZ, nullable=True),
+)
+
+# One consent: a principal let a client use these workspaces for this resource. Every code and
+# token issued from it belongs to it; revoking it (operator, code replay, refresh reuse) ends
+# them all at once.
+oauth_grants_table = Table(
+    "oauth_grants",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("client_id", String(2048), nullable=False),
+    Column("principal", String(200), nullable=False),
+    Column("resource", String(2048), nullable=False),
+    Column("workspaces_json", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("revoked_at", TZ, nullable=True),
+    Index("ix_oauth_grants_client", "client_id"),
+)
+
+# Authorization codes (SHA-256 of the code), single use: `used_at` claimed atomically.
+oauth_codes_table = Table(
+    "oauth_codes",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("grant_id", String(40), nullable=False),
+    Column("client_id", String(2048), nullable=False),
+    Column("redirect_uri", String(2048), nullable=False),
+    Column("code_challenge", String(128), nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Column("used_at", TZ, nullable=True),
+)
+
+# Access and refresh tokens (SHA-256 of the secret). A refresh token is spent (`used_at`) by
+# the rotation that replaces it; presenting a spent one revokes its grant.
+oauth_tokens_table = Table(
+    "oauth_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("grant_id", String(40), nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Column("used_at", TZ, nullable=True),
+    Column("revoked_at", TZ, nullable=True),
+    Index("ix_oauth_tokens_grant", "grant_id"),
+)
+
+# Semantic search (migration 0010): a note's passages (by heading and paragraph) and their
+# vectors, the source of truth for the semantic index, each with the model that embedded it.
+# Deleting the note deletes them (the foreign key, and on SQLite the trigger too).
+passages_table = Table(
+    "search_passages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("note_seq", Integer, ForeignKey("notes.seq", ondelete="CASCADE"), nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("section", String(200), nullable=True),
+    Column("text", Text, nullable=False),
+    Column("model", String(200), nullable=False),
+    # float32 little-endian, unit length.
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_search_passages_note", "note_seq"),
+)
+
+# The outbox of the semantic index: a row per note whose passages are to be (re)embedded,
+# written by triggers in the note's own write transaction (writes never wait for the model).
+# `generation` grows with every change; an indexer deletes the row only if it embedded the
+# generation it claimed. `claimed_until` lets instances share the work (SKIP LOCKED).
+outbox_table = Table(
+    "search_outbox",
+    metadata,
+    Column("note_seq", Integer, primary_key=True, autoincrement=False),
+    Column("generation", Integer, nullable=False),
+    Column("claimed_until", TZ, nullable=True),
+)
+OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")

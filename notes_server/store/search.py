@@ -1,10 +1,14 @@
-"""Ranked full-text search over notes, or most recently updated first.
+"""Keyword search over notes (or most recently updated first), scope first.
 
-`SearchStore` is the interface. On SQLite a search ranks inside FTS5 and joins only the best rows
-to their notes (`Fts5Search.search` says how the scope filter stays exact), on the driver
-(`SqliteSearch`) or through Core (`Fts5Search`, the Core-only mode). PostgreSQL ranks its
-tsvector column (`TsvectorSearch`, its SQL in `search_pg`); any other database gets the
-portable LIKE fallback (`LikeSearch`).
+`SearchStore` is the interface. A ranked search has three steps: the backend lists the notes
+of the scope (workspace, archived) that hold at least one content term of the query, each with
+which terms it holds (`search_rank.Candidate`); `search_rank.rank` orders them from the
+scope's own statistics; one more statement reads the notes of the page. Words are matched
+through the word index (SQLite FTS5 `unicode61`, diacritics folded; PostgreSQL's tsvector),
+substrings of scripts written without spaces through the trigram index (FTS5 `trigram`;
+`pg_trgm`), or, for one or two characters, by a scan of the scope's own notes. The scope
+filter sits in the candidate statement, so another workspace never enters the ranking.
+Other databases get the portable LIKE fallback (`LikeSearch`).
 """
 
 from __future__ import annotations
@@ -13,49 +17,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import (
-    Connection,
-    Float,
-    String,
-    and_,
-    bindparam,
-    column,
-    func,
-    literal_column,
-    or_,
-    select,
-    table,
-    text,
-)
+from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
-from notes_server.store.models import FTS_TABLE
+from notes_server.store.models import FTS_TABLE, TRIGRAM_TABLE
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
-from notes_server.store.search_pg import FTS_WORDS, ranked_rows, ts_query
+from notes_server.store.search_pg import candidate_statement
+from notes_server.store.search_rank import Candidate, rank, snippet
+from notes_server.store.search_terms import Query, parse
 from notes_server.store.tags import having_all
-
-_fts = table(FTS_TABLE, column("rowid"), column(FTS_TABLE))
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     note: NoteRecord
     snippet: str
+    # Higher is better (search_rank says how it is built); 0.0 for the newest-first list.
     rank: float
+    section: str | None = None
 
 
-_RANK = "bm25(notes_fts, 10.0, 1.0)"
-_SNIPPET = "snippet(notes_fts, 1, '**', '**', '…', 12)"
-
-
-def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], dict[bool, FastRead]]:
-    """(most recent first, FTS5 top-k, FTS5 full join) statements, keyed by include_archived."""
-    recent, top_k, joined = {}, {}, {}
-    # Ordered by the label: a second bm25() call in ORDER BY would be scored again for every
-    # match.
-    rank = literal_column(_RANK, Float).label("score")
-    snip = literal_column(_SNIPPET, String)
+def _recent_statements() -> dict[bool, FastRead]:
+    recent = {}
     for include_archived in (False, True):
         conditions = [notes.c.workspace == bindparam("workspace")]
         if not include_archived:
@@ -67,52 +51,10 @@ def _search_statements() -> tuple[dict[bool, FastRead], dict[bool, FastRead], di
             .limit(bindparam("limit"))
             .offset(bindparam("offset"))
         )
-        joined[include_archived] = FastRead(
-            select(*COLUMNS, snip, rank)
-            .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
-            .where(_fts.c.notes_fts.op("MATCH")(bindparam("match")), *conditions)
-            .order_by(rank, notes.c.seq)
-            .limit(bindparam("limit"))
-            .offset(bindparam("offset"))
-        )
-        live = "" if include_archived else " AND n.archived = 0"
-        top_k[include_archived] = FastRead(
-            text(
-                # 1. rank inside FTS5 alone and keep the best :k rows (no per-match join);
-                # 2. walk the matches again, cheaply, to reach the FTS cursor for snippet(),
-                #    which SQLite then computes for the k kept rows only;
-                # 3. LEFT JOIN the notes with the scope filter: a filtered-out row comes back
-                #    with NULL columns, so the caller knows whether k was enough.
-                "WITH top AS ("
-                f"SELECT rowid AS seq, {_RANK} AS score FROM notes_fts"
-                " WHERE notes_fts MATCH :match ORDER BY score, rowid LIMIT :k) "
-                f"SELECT {', '.join('n.' + c.name for c in COLUMNS)},"
-                f" CASE WHEN n.seq IS NULL THEN NULL ELSE {_SNIPPET} END, top.score"
-                " FROM notes_fts CROSS JOIN top ON top.seq = notes_fts.rowid"
-                f" LEFT JOIN notes AS n ON n.seq = top.seq AND n.workspace = :workspace{live}"
-                " WHERE notes_fts MATCH :match ORDER BY top.score, top.seq"
-            ).columns(*COLUMNS, column("snippet", String), column("score", Float))
-        )
-    return recent, top_k, joined
+    return recent
 
 
-_RECENT, _TOP_K, _RANKED = _search_statements()
-# Over-fetch for the top-k statement: beyond this many FTS rows, rank with the full join.
-_TOP_K_MAX = 2048
-# Per DB-API connection (`Connection.info`): scopes whose top matches were mostly someone
-# else's, and for how many more searches to go straight to the plain join. The plan only;
-# either way the answer is the same.
-_CROWDED = "notes_server.search.crowded"
-_CROWDED_SKIPS = 32
-_CROWDED_MAX = 1024
-
-
-def fts_query(query: str) -> str | None:
-    """Turn free text into a safe FTS5 query: every word as a quoted prefix term, ANDed."""
-    words = FTS_WORDS.findall(query)[:16]
-    if not words:
-        return None
-    return " ".join(f'"{w}"*' for w in words)
+_RECENT = _recent_statements()
 
 
 class SearchStore(Protocol):
@@ -140,7 +82,7 @@ class _NewestFirst(CoreRun):
         self, conn: Connection, params: dict[str, Any], include_archived: bool
     ) -> list[SearchHit]:
         rows = self._all(_RECENT[include_archived], conn, params)
-        return [SearchHit(self._record(r), _plain_snippet(r[4]), 0.0) for r in rows]
+        return [SearchHit(self._record(r), *_first_passage(r[4])) for r in rows]
 
     @staticmethod
     def _tagged_recent(
@@ -155,7 +97,7 @@ class _NewestFirst(CoreRun):
             .limit(params["limit"])
             .offset(params["offset"])
         )
-        return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
+        return [SearchHit(NoteRecord.from_row(r), *_first_passage(r[4])) for r in rows]
 
 
 def _scope(workspace: str, include_archived: bool, tags: Sequence[str]) -> list[Any]:
@@ -167,8 +109,22 @@ def _scope(workspace: str, include_archived: bool, tags: Sequence[str]) -> list[
     return conditions + having_all(workspace, tags)
 
 
-class Fts5Search(_NewestFirst):
-    """SQLite FTS5, ranked by bm25, through Core (the Core-only mode on SQLite)."""
+def tagged_seqs(
+    conn: Connection, workspace: str, include_archived: bool, tags: Sequence[str]
+) -> set[int]:
+    """The seqs of the scope's notes carrying every tag: ranking stays over the whole scope,
+    the tag filter keeps only these before a page is cut, so pages agree."""
+    conditions = _scope(workspace, include_archived, tags)
+    return {int(seq) for (seq,) in conn.execute(select(notes.c.seq).where(*conditions))}
+
+
+def _first_passage(body: str) -> tuple[str, float, str | None]:
+    text, section = snippet(body, None)
+    return text, 0.0, section
+
+
+class RankedSearch(_NewestFirst):
+    """Candidates from the backend's indexes, ranked in `search_rank`: the shared part."""
 
     def search(
         self,
@@ -181,115 +137,161 @@ class Fts5Search(_NewestFirst):
         offset: int,
         tags: Sequence[str] = (),
     ) -> list[SearchHit]:
-        """Ranked hits are ordered by (bm25, seq) whichever statement found them, so pages
-        agree. With tags, one Core statement filters by them beside the match."""
-        match = fts_query(query) if query else None
-        if query and match is None:
+        parsed = parse(query) if query else None
+        if query and parsed is None:
             return []
-        params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
-        if tags:
-            if match is None:
+        if parsed is None:
+            params = {"workspace": workspace, "limit": limit, "offset": offset}
+            if tags:
                 return self._tagged_recent(conn, params, include_archived, tags)
-            return self._tagged_ranked(conn, params, match, include_archived, tags)
-        if match is None:
             return self._recent(conn, params, include_archived)
-        return self._ranked(conn, params, match, include_archived)
+        ranked = self.ranked(conn, workspace, parsed, include_archived=include_archived)
+        if tags:
+            carrying = tagged_seqs(conn, workspace, include_archived, tags)
+            ranked = [r for r in ranked if r.seq in carrying]
+        page = ranked[offset : offset + limit]
+        records = notes_by_seq(conn, workspace, [r.seq for r in page])
+        hits = []
+        for seq, score in page:
+            record = records[seq]
+            text_, section = snippet(record.body, parsed)
+            hits.append(SearchHit(record, text_, score, section))
+        return hits
+
+    def ranked(
+        self, conn: Connection, workspace: str, query: Query, *, include_archived: bool
+    ) -> list[Any]:
+        """Every match of the scope, best first, as `search_rank.Ranked` (seq, score)."""
+        candidates, total = self._candidates(conn, workspace, query, include_archived)
+        return rank(query, candidates, total)
+
+    def _candidates(
+        self, conn: Connection, workspace: str, query: Query, include_archived: bool
+    ) -> tuple[list[Candidate], int]:
+        raise NotImplementedError
 
     @staticmethod
-    def _tagged_ranked(
-        conn: Connection,
-        params: dict[str, Any],
-        match: str,
-        include_archived: bool,
-        tags: Sequence[str],
-    ) -> list[SearchHit]:
-        rank = literal_column(_RANK, Float).label("score")
-        rows = conn.execute(
-            select(*COLUMNS, literal_column(_SNIPPET, String), rank)
-            .join_from(notes, _fts, _fts.c.rowid == notes.c.seq)
-            .where(
-                _fts.c.notes_fts.op("MATCH")(match),
-                *_scope(params["workspace"], include_archived, tags),
+    def _total(conn: Connection, workspace: str, include_archived: bool) -> int:
+        conditions = [notes.c.workspace == workspace]
+        if not include_archived:
+            conditions.append(notes.c.archived.is_(False))
+        count = conn.execute(select(func.count()).select_from(notes).where(*conditions))
+        return int(count.scalar_one())
+
+    @staticmethod
+    def _split(query: Query, rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+        n = len(query.terms)
+        return [
+            Candidate(
+                int(r[0]),
+                tuple(bool(v) for v in r[1 : 1 + n]),
+                tuple(bool(v) for v in r[1 + n : 1 + 2 * n]),
+                bool(r[1 + 2 * n]),
             )
-            .order_by(rank, notes.c.seq)
-            .limit(params["limit"])
-            .offset(params["offset"])
+            for r in rows
+        ]
+
+
+def notes_by_seq(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+    """The notes of these seqs that are in the workspace, by seq."""
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        select(*COLUMNS, notes.c.seq).where(notes.c.seq.in_(seqs), notes.c.workspace == workspace)
+    ).all()
+    return {r[10]: NoteRecord.from_row(r) for r in rows}
+
+
+def _fts_word(word: str, title: bool = False) -> str:
+    # Terms hold letters, marks and digits only (search_terms.words): no quote to escape.
+    return ("{title} : " if title else "") + f'"{word}"*'
+
+
+def _fts_sub(sub: str, title: bool = False) -> str:
+    return ("{title} : " if title else "") + f'"{sub}"'
+
+
+def sqlite_candidates(query: Query, include_archived: bool) -> tuple[str, dict[str, Any]]:
+    """The SQLite candidate statement for this query: SQL text and its values."""
+    params: dict[str, Any] = {}
+    held, titled = [], []
+    union, any_words, any_tri, short = [], [], [], []
+    content = set(query.content)
+    for i, term in enumerate(query.terms):
+        if not term.substring:
+            params[f"h{i}"], params[f"t{i}"] = _fts_word(term.text), _fts_word(term.text, True)
+            held.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :h{i})")
+            titled.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :t{i})")
+            if i in content:
+                any_words.append(_fts_word(term.text))
+        elif len(term.text) >= 3:
+            params[f"h{i}"], params[f"t{i}"] = _fts_sub(term.text), _fts_sub(term.text, True)
+            held.append(
+                f"n.seq IN (SELECT rowid FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :h{i})"
+            )
+            titled.append(
+                f"n.seq IN (SELECT rowid FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :t{i})"
+            )
+            if i in content:
+                any_tri.append(_fts_sub(term.text))
+        else:
+            params[f"s{i}"] = term.text
+            held.append(f"(instr(n.title, :s{i}) > 0 OR instr(n.body, :s{i}) > 0)")
+            titled.append(f"instr(n.title, :s{i}) > 0")
+            if i in content:
+                short.append(f"instr(title, :s{i}) > 0 OR instr(body, :s{i}) > 0")
+    live = "" if include_archived else " AND archived = 0"
+    if any_words:
+        params["any"] = " OR ".join(any_words)
+        union.append(f"SELECT rowid AS seq FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :any")
+    if any_tri:
+        params["tri"] = " OR ".join(any_tri)
+        union.append(f"SELECT rowid AS seq FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :tri")
+    if short:
+        union.append(
+            f"SELECT seq FROM notes WHERE workspace = :workspace{live} AND ({' OR '.join(short)})"
         )
-        return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
+    if query.phrase is not None:
+        params["phrase"] = '"' + " ".join(query.phrase) + '"*'
+        phrase = f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :phrase)"
+    else:
+        phrase = "0"
+    sql = (
+        f"WITH cand(seq) AS ({' UNION '.join(union)}) "
+        f"SELECT n.seq, {', '.join(held)}, {', '.join(titled)}, {phrase} "
+        "FROM cand JOIN notes AS n ON n.seq = cand.seq "
+        f"WHERE n.workspace = :workspace{live.replace('archived', 'n.archived')}"
+    )
+    return sql, params
 
-    def _ranked(
-        self, conn: Connection, params: dict[str, Any], match: str, include_archived: bool
-    ) -> list[SearchHit]:
-        wanted = params["offset"] + params["limit"]
-        offset = params["offset"]
-        memo: dict[tuple[str, bool], int] = conn.info.setdefault(_CROWDED, {})
-        scope = (params["workspace"], include_archived)
-        if memo.get(scope, 0) > 0:  # crowded out recently: rank the scope's own matches at once
-            memo[scope] -= 1
-            return self._plain_join(conn, params, match, include_archived)
-        k = wanted  # snippet() runs for every in-scope row of the k: no spare rows
-        for _ in range(2):
-            rows = self._all(_TOP_K[include_archived], conn, {**params, "match": match, "k": k})
-            kept = [r for r in rows if r[0] is not None]
-            # Enough in scope, or FTS had no more matches than k: the top-k answer is exact.
-            if len(kept) >= wanted or len(rows) < k:
-                return [self._hit(r) for r in kept[offset:wanted]]
-            # Crowded out by other workspaces or archived notes: one wider try, sized from the
-            # in-scope share just seen, when that share is not tiny.
-            if not kept:
-                break
-            k = 2 * wanted * -(-k // len(kept))
-            if k > _TOP_K_MAX:
-                break
-        # A small scope in a big database: the plain join is cheaper, and stays the plan for
-        # the next searches of this scope on this connection (then top-k is tried again).
-        if len(memo) >= _CROWDED_MAX:
-            memo.clear()
-        memo[scope] = _CROWDED_SKIPS
-        return self._plain_join(conn, params, match, include_archived)
 
-    def _plain_join(
-        self, conn: Connection, params: dict[str, Any], match: str, include_archived: bool
-    ) -> list[SearchHit]:
-        rows = self._all(_RANKED[include_archived], conn, {**params, "match": match})
-        return [self._hit(r) for r in rows]
+class Fts5Search(RankedSearch):
+    """SQLite: the FTS5 word index and the FTS5 trigram index (migration 0010)."""
 
-    def _hit(self, row: Sequence[Any]) -> SearchHit:
-        return SearchHit(self._record(row), row[10] or "", float(row[11]))
+    def _candidates(
+        self, conn: Connection, workspace: str, query: Query, include_archived: bool
+    ) -> tuple[list[Candidate], int]:
+        sql, params = sqlite_candidates(query, include_archived)
+        rows = conn.exec_driver_sql(sql, {**params, "workspace": workspace}).all()
+        return self._split(query, rows), self._total(conn, workspace, include_archived)
 
 
 class SqliteSearch(DriverRun, Fts5Search):
-    """SQLite FTS5 on the pysqlite driver: the hot path of notes_search."""
+    """SQLite on the pysqlite driver: the newest-first list straight on the driver."""
 
     _record = staticmethod(NoteRecord.from_driver_row)
 
 
-class TsvectorSearch(_NewestFirst):
-    """PostgreSQL: ranked by ts_rank over the GIN-indexed tsvector, ts_headline snippets; the
-    scope filter sits beside the match, so every page is exact (`search_pg` has the SQL)."""
+class TsvectorSearch(RankedSearch):
+    """PostgreSQL: the tsvector column (0008) and the pg_trgm indexes (0010); `search_pg`
+    builds the statement."""
 
-    def search(
-        self,
-        conn: Connection,
-        workspace: str,
-        query: str | None,
-        *,
-        include_archived: bool,
-        limit: int,
-        offset: int,
-        tags: Sequence[str] = (),
-    ) -> list[SearchHit]:
-        match = ts_query(query) if query else None
-        if query and match is None:
-            return []
-        params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
-        if match is None:
-            if tags:
-                return self._tagged_recent(conn, params, include_archived, tags)
-            return self._recent(conn, params, include_archived)
-        extra = having_all(workspace, tags)
-        rows = ranked_rows(conn, {**params, "query": match}, include_archived, extra)
-        return [SearchHit(NoteRecord.from_row(r), r[10] or "", float(r[11])) for r in rows]
+    def _candidates(
+        self, conn: Connection, workspace: str, query: Query, include_archived: bool
+    ) -> tuple[list[Candidate], int]:
+        statement, params = candidate_statement(query, include_archived)
+        rows = conn.execute(statement, {**params, "workspace": workspace}).all()
+        return self._split(query, rows), self._total(conn, workspace, include_archived)
 
 
 class LikeSearch(_NewestFirst):
@@ -307,17 +309,17 @@ class LikeSearch(_NewestFirst):
         offset: int,
         tags: Sequence[str] = (),
     ) -> list[SearchHit]:
-        words = FTS_WORDS.findall(query)[:16] if query else []
-        if query and not words:
+        parsed = parse(query) if query else None
+        if query and parsed is None:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
-        if not words:
+        if parsed is None:
             if tags:
                 return self._tagged_recent(conn, params, include_archived, tags)
             return self._recent(conn, params, include_archived)
         conditions = _scope(workspace, include_archived, tags)
-        for word in words:
-            pattern = f"%{word.lower()}%"
+        for term in parsed.terms:
+            pattern = f"%{term.text.lower()}%"
             conditions.append(
                 or_(func.lower(notes.c.title).like(pattern), func.lower(notes.c.body).like(pattern))
             )
@@ -328,7 +330,11 @@ class LikeSearch(_NewestFirst):
             .limit(limit)
             .offset(offset)
         )
-        return [SearchHit(NoteRecord.from_row(r), _plain_snippet(r[4]), 0.0) for r in rows]
+        hits = []
+        for r in rows:
+            text_, section = snippet(r[4], parsed)
+            hits.append(SearchHit(NoteRecord.from_row(r), text_, 0.0, section))
+        return hits
 
 
 SQLITE: SearchStore = SqliteSearch()
@@ -371,8 +377,3 @@ def search(
         offset=offset,
         tags=tags,
     )
-
-
-def _plain_snippet(body: str, width: int = 160) -> str:
-    flat = " ".join(body.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"

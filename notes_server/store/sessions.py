@@ -3,7 +3,10 @@
 A session row holds the little a session needs (principal, negotiated version, capabilities,
 expiry); a question row is one server-initiated request waiting for the client's answer. Every
 lookup is scoped to the principal, so another principal's credential never finds a session.
-One short transaction per call; expired rows are pruned in bounded batches on creation.
+One short transaction per call; expired rows are pruned in bounded batches on creation and by
+the transport's periodic `sweep`. A principal keeps at most `max_per_principal` sessions:
+opening one more ends its least recently used (the one whose expiry, which moves forward with
+use, is earliest).
 
 The statements of every round (look up the session, ask, poll, answer, close) are built once;
 on embedded SQLite they run straight on the driver (`FastRead`/`FastWrite`) and the two reads
@@ -34,6 +37,10 @@ from notes_server.store.models import http_sessions_table as sessions
 from notes_server.store.types import from_stored
 
 PRUNE_BATCH = 200
+# Live 2025-era HTTP sessions one principal may hold; one more evicts its least recently used.
+MAX_SESSIONS_PER_PRINCIPAL = 64
+# At most this many batches per sweep, so one sweep stays a short series of transactions.
+SWEEP_BATCHES = 10
 # The request id of a cancellation that arrived before any question (ours start with "s-").
 CANCELLED_MARKER = "cancelled:"
 # An active session's expiry moves forward at most this often (not a write per request).
@@ -129,13 +136,28 @@ class Answer:
 class SqlLegacySessions:
     """The session repository on one engine, one short transaction per call."""
 
-    def __init__(self, engine: Engine, ttl: timedelta) -> None:
+    def __init__(
+        self, engine: Engine, ttl: timedelta, max_per_principal: int = MAX_SESSIONS_PER_PRINCIPAL
+    ) -> None:
         self.engine = engine
         self.ttl = ttl
+        self.max_per_principal = max_per_principal
 
     def create(self, session_hash: str, record: SessionRecord, now: datetime) -> None:
+        """Store a new session; past the principal's cap, its least recently used end."""
         with write_tx(self.engine) as conn:
             _prune(conn, now)
+            evicted = list(
+                conn.execute(
+                    select(sessions.c.session_hash)
+                    .where(sessions.c.principal == record.principal)
+                    .order_by(sessions.c.expires_at.desc(), sessions.c.created_at.desc())
+                    .offset(self.max_per_principal - 1)
+                ).scalars()
+            )
+            if evicted:
+                conn.execute(delete(sessions).where(sessions.c.session_hash.in_(evicted)))
+                conn.execute(delete(questions).where(questions.c.session_hash.in_(evicted)))
             conn.execute(
                 insert(sessions).values(
                     session_hash=session_hash,
@@ -147,6 +169,18 @@ class SqlLegacySessions:
                     expires_at=record.expires_at,
                 )
             )
+
+    def sweep(self, now: datetime) -> int:
+        """Delete expired sessions and questions (cancellation markers included), in bounded
+        batches; the number of sessions deleted."""
+        deleted = 0
+        for _ in range(SWEEP_BATCHES):
+            with write_tx(self.engine) as conn:
+                batch = _prune(conn, now)
+            deleted += batch
+            if batch < PRUNE_BATCH:
+                break
+        return deleted
 
     @property
     def reads_quickly(self) -> bool:
@@ -292,14 +326,16 @@ def _question(
     }
 
 
-def _prune(conn: Connection, now: datetime) -> None:
+def _prune(conn: Connection, now: datetime) -> int:
     """Delete a bounded batch of expired sessions, and expired questions (few: one per open
-    confirmation), inside the caller's write transaction."""
+    confirmation, plus cancellation markers), inside the caller's write transaction; returns
+    how many sessions went."""
     expired = (
         select(sessions.c.session_hash)
         .where(sessions.c.expires_at < now)
         .limit(PRUNE_BATCH)
         .scalar_subquery()
     )
-    conn.execute(delete(sessions).where(sessions.c.session_hash.in_(expired)))
+    gone = conn.execute(delete(sessions).where(sessions.c.session_hash.in_(expired))).rowcount
     conn.execute(delete(questions).where(questions.c.expires_at < now))
+    return int(gone or 0)

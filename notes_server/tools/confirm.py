@@ -135,10 +135,10 @@ class ConfirmedAction(Tool):
 
     def verify(self, ctx: CallContext, args: dict[str, Any]) -> Claims:
         """Have the boundary verify the state for this request; check the candidates payload."""
-        from notes_server.security.uri import canonical_workspace
+        from notes_server.security.uri import parse_workspace_argument
 
         try:
-            workspace = canonical_workspace(args["workspaceUri"])
+            workspace = parse_workspace_argument(args["workspaceUri"]).uri
         except ValueError:
             raise StateRejected("workspace no longer parses") from None
         claims = self.services.states.verify(

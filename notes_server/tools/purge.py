@@ -9,7 +9,9 @@ the row says the page was completed by the same principal, and then, in ONE writ
 with the nonce claim and the audit, deletes the archived set only if it is exactly the approved
 one (same ids, same versions). If it changed, nothing is deleted: the approval is retired and a
 fresh one is asked for, whose message says what changed. Decline and cancel change nothing but
-are audited.
+are audited; decline is final (the approval and its state are retired), cancel only stops: as
+for `notes_delete`, the approval and its state stay usable until they expire, so the same
+state may be answered `accept` later.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ class PurgeNotes(ConfirmedAction):
         """Unlike a form, a page has no "no" inside the answer, and no answer is not a retry."""
         kind = answer.get("action") if isinstance(answer, dict) else None
         if kind == "cancel":
-            return self.close(ctx, args, claims, "cancelled")
+            return self.stop(ctx, args, claims)
         if kind == "decline":
             return self.close(ctx, args, claims, "declined")
         if kind == "accept":
@@ -344,11 +346,28 @@ class PurgeNotes(ConfirmedAction):
         payload["chg"] = summary
         return self.ask_again(ctx, workspace.uri, payload)
 
+    def stop(self, ctx: CallContext, args: dict[str, Any], claims: Claims) -> ToolResult:
+        """Cancel: nothing is deleted and the cancel is audited, but neither the nonce nor the
+        approval is spent, so the page and a later `accept` with the same state still work
+        until they expire. A state whose answer was already used is not cancellable."""
+        from notes_server.store import nonces
+        from notes_server.store.engine import write_tx
+
+        with write_tx(self.services.engine) as conn:
+            nonces.lock(conn, claims.nonce)  # after a racing accept, not beside it
+            workspace = authorize(conn, ctx, args["workspaceUri"], write=True)
+            if nonces.get(conn, claims.nonce) is not None:
+                raise StateRejected("confirmation nonce already consumed")
+            title = f"purge of {claims.payload.get('cnt', '?')} archived note(s)"
+            now = self.services.clock()
+            self.audit(conn, ctx, workspace.uri, "cancelled", None, claims, title, now)
+        return self.finished("cancelled")
+
     def close(
         self, ctx: CallContext, args: dict[str, Any], claims: Claims, outcome: str
     ) -> ToolResult:
-        """Decline or cancel: nothing is deleted; the approval is dropped and the answer
-        audited once (the nonce claim makes a second answer to the same state fail)."""
+        """Decline: nothing is deleted; the approval is dropped and the answer audited once
+        (the nonce claim makes a second answer to the same state fail)."""
         from notes_server.store import approvals, nonces
         from notes_server.store.engine import write_tx
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
 from notes_server.extensions.resources import not_found
+from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext
 from notes_server.tools.completion import Completion, complete_paths, complete_workspaces
@@ -42,7 +43,8 @@ class NoteResources:
             .offset(offset)
         )
         with read_tx(self.services.engine) as conn:
-            if ctx.roots is not None:  # the client's roots narrow the grants, never widen
+            # The client's roots, and an OAuth consent, narrow the grants, never widen them.
+            if ctx.roots is not None or consented_workspaces(ctx.principal) is not None:
                 usable = usable_workspaces(conn, ctx.principal, ctx.roots)
                 query = query.where(notes.c.workspace.in_(usable))
             rows = conn.execute(query).all()
@@ -62,6 +64,9 @@ class NoteResources:
             for grant in grants.list_grants(conn, ctx.principal):
                 workspace = parse_workspace_uri(grant.workspace)
                 if not workspace.contains(target) or not within_roots(workspace, ctx.roots):
+                    continue
+                consented = consented_workspaces(ctx.principal)
+                if consented is not None and workspace.uri not in consented:
                     continue
                 path = "/".join(target[len(workspace.segments) :])
                 note = notes.get_note_by_path(conn, workspace.uri, path)

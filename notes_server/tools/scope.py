@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
+from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import (
     MAX_SEGMENTS,
     MAX_URI_LENGTH,
     WorkspaceUri,
     parse_new_note_path,
     parse_note_path,
+    parse_workspace_argument,
     parse_workspace_uri,
 )
 from notes_server.tools.base import CallContext
@@ -26,31 +28,57 @@ if TYPE_CHECKING:
 
 
 def authorize(conn: Connection, ctx: CallContext, text: object, *, write: bool) -> WorkspaceUri:
-    """Parse the workspace and check the grant, then the client's roots (which only narrow);
-    malformed, unauthorized and outside the roots look the same."""
+    """Parse the workspace (one trailing slash allowed) and check the grant, then the client's
+    roots (which only narrow); malformed, unauthorized and outside the roots look the same,
+    and the refusal names the caller's own usable workspaces (`refusal`)."""
     from notes_server.store import grants
 
-    workspace = _workspace(text)
-    _check_role(grants.role_for(conn, ctx.principal, workspace.uri), workspace, ctx, write=write)
+    workspace = _workspace(conn, ctx, text, write=write)
+    role = grants.role_for(conn, ctx.principal, workspace.uri)
+    if not _allowed(role, workspace, ctx, write=write):
+        raise refusal(conn, ctx, write=write)
     return workspace
 
 
-def _workspace(text: object) -> WorkspaceUri:
+def _workspace(conn: Connection, ctx: CallContext, text: object, *, write: bool) -> WorkspaceUri:
     if not isinstance(text, str):
-        raise WorkspaceDenied()
+        raise refusal(conn, ctx, write=write)
     try:
-        return parse_workspace_uri(text)
+        return parse_workspace_argument(text)
     except UriError:
-        raise WorkspaceDenied() from None
+        raise refusal(conn, ctx, write=write) from None
 
 
-def _check_role(
-    role: str | None, workspace: WorkspaceUri, ctx: CallContext, *, write: bool
-) -> None:
+def _allowed(role: str | None, workspace: WorkspaceUri, ctx: CallContext, *, write: bool) -> bool:
     if role is None or (write and role != "write"):
-        raise WorkspaceDenied()
-    if not within_roots(workspace, ctx.roots):
-        raise WorkspaceDenied()
+        return False
+    consented = consented_workspaces(ctx.principal)
+    if consented is not None and workspace.uri not in consented:
+        return False
+    return within_roots(workspace, ctx.roots)
+
+
+def refusal(conn: Connection, ctx: CallContext, *, write: bool) -> WorkspaceDenied:
+    """The one refusal for a workspace the caller cannot use, naming the workspaces it can
+    (for a write, those it may write to), inside its roots and, for an OAuth token, its
+    consent: what it lists depends only on the caller, so it tells nothing about the workspace
+    that was named, nor about anyone else's."""
+    from notes_server.store import grants
+
+    consented = consented_workspaces(ctx.principal)
+    usable = []
+    for grant in grants.list_grants(conn, ctx.principal):
+        if write and grant.role != "write":
+            continue
+        try:
+            workspace = parse_workspace_uri(grant.workspace)
+        except UriError:
+            continue
+        if consented is not None and workspace.uri not in consented:
+            continue
+        if within_roots(workspace, ctx.roots):
+            usable.append(workspace.uri)
+    return WorkspaceDenied(sorted(usable), write=write)
 
 
 def within_roots(workspace: WorkspaceUri, roots: tuple[WorkspaceUri, ...] | None) -> bool:
@@ -72,6 +100,9 @@ def usable_workspaces(
         try:
             workspace = parse_workspace_uri(grant.workspace)
         except UriError:
+            continue
+        consented = consented_workspaces(principal)
+        if consented is not None and workspace.uri not in consented:
             continue
         if within_roots(workspace, roots):
             usable.append(workspace.uri)
@@ -104,11 +135,10 @@ def owned_note(
     the note are read in one statement; the checks and their order are `authorize`'s."""
     from notes_server.store import notes
 
-    workspace = _workspace(workspace_text)
+    workspace = _workspace(conn, ctx, workspace_text, write=write)
     granted = notes.get_granted(conn, ctx.principal, workspace.uri, note_id)
-    if granted is None:
-        raise WorkspaceDenied()
-    _check_role(granted.role, workspace, ctx, write=write)
+    if granted is None or not _allowed(granted.role, workspace, ctx, write=write):
+        raise refusal(conn, ctx, write=write)
     if granted.note is None:
         raise not_found(note_id)
     return workspace, granted.note, contain(workspace, granted.note)

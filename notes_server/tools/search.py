@@ -1,11 +1,12 @@
-"""notes_search: ranked full-text search, or recent notes, with opaque cursor pagination."""
+"""notes_search: keyword, semantic or hybrid search (the modes this server offers), or recent
+notes, with opaque cursor pagination scoped to the search that issued the cursor."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams
 from notes_server.markup.tags import tag_key
@@ -14,16 +15,19 @@ from notes_server.tools.described import TAGS_ARGUMENT, tag_arguments, tags_by_n
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
 
+if TYPE_CHECKING:
+    from notes_server.store.search import SearchHit
+
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 
 
 def _query_digest(
-    workspace: str, query: str, include_archived: bool, tags: list[str] | None = None
+    workspace: str, query: str, include_archived: bool, mode: str, tags: list[str] | None = None
 ) -> str:
     keyed = sorted({tag_key(tag) for tag in tags or ()})
-    material = json.dumps([workspace, query, include_archived, *keyed], ensure_ascii=False)
+    material = json.dumps([workspace, query, include_archived, mode, *keyed], ensure_ascii=False)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -48,10 +52,17 @@ def decode_cursor(cursor: str, digest: str) -> int:
     return int(offset)
 
 
+SIGNALS = ("keyword", "semantic")
 HIT_SCHEMA = {
     "type": "object",
-    "properties": {**NOTE_SUMMARY_PROPERTIES, "snippet": {"type": "string"}},
-    "required": [*NOTE_SUMMARY_PROPERTIES, "snippet"],
+    "properties": {
+        **NOTE_SUMMARY_PROPERTIES,
+        "snippet": {"type": "string"},
+        "section": {"type": "string"},
+        "score": {"type": "number"},
+        "matchedBy": {"type": "array", "items": {"type": "string", "enum": list(SIGNALS)}},
+    },
+    "required": [*NOTE_SUMMARY_PROPERTIES, "snippet", "score", "matchedBy"],
 }
 
 
@@ -59,10 +70,13 @@ class SearchNotes(Tool):
     name = "notes_search"
     title = "Search notes"
     description = (
-        "Full-text search over note titles and bodies in an authorized workspace, best matches "
-        "first; without `query`, lists notes by most recent update. Archived notes are left out "
-        "unless `includeArchived` is true. `tags` keeps only notes carrying every one of them "
-        "(case-insensitive). Pass `nextCursor` back as `cursor` for more."
+        "Keyword search over note titles and bodies in an authorized workspace, best matches "
+        "first: notes holding more of the query's words (or the exact phrase) rank higher, and "
+        "words inside Chinese, Japanese, Korean or Thai text are found as substrings. Without "
+        "`query`, lists notes by most recent update. Archived notes are left out unless "
+        "`includeArchived` is true. `tags` keeps only notes carrying every one of them "
+        "(case-insensitive). Pass `nextCursor` back as `cursor` for more. Modes offered "
+        "by this server: keyword."
     )
     input_schema = schema(
         {
@@ -72,6 +86,7 @@ class SearchNotes(Tool):
             "cursor": {"type": "string", "maxLength": 200},
             "includeArchived": {"type": "boolean"},
             "tags": TAGS_ARGUMENT,
+            "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"]},
         },
         ["workspaceUri"],
     )
@@ -85,6 +100,23 @@ class SearchNotes(Tool):
     }
     tool_annotations = tool_hints("Search notes", read_only=True, idempotent=True)
 
+    def modes(self) -> tuple[str, ...]:
+        """The modes this server offers, default first."""
+        if self.services.semantic_available():
+            return ("hybrid", "keyword", "semantic")
+        return ("keyword",)
+
+    def describe(self) -> dict[str, Any]:
+        entry = super().describe()
+        modes = self.modes()
+        if len(modes) > 1:
+            entry["description"] = entry["description"].replace(
+                "Modes offered by this server: keyword.",
+                "Modes offered by this server: hybrid (the default: keyword and semantic "
+                "matches fused), keyword, semantic (by meaning, from a local embedding model).",
+            )
+        return entry
+
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         from notes_server.store import search
         from notes_server.store.engine import read_tx
@@ -92,28 +124,59 @@ class SearchNotes(Tool):
         query = (args.get("query") or "").strip()
         limit = int(args.get("limit", DEFAULT_LIMIT))
         include_archived = bool(args.get("includeArchived", False))
+        offered = self.modes()
+        mode = args.get("mode") or offered[0]
+        if mode not in offered:
+            raise InvalidParams(
+                f"Invalid arguments for tool notes_search: mode {mode!r} is not offered by this "
+                f"server (offered: {', '.join(offered)}); semantic search needs the "
+                "'semantic' extra and its index"
+            )
         tag_filter = tag_arguments(self.name, args.get("tags"), "tags")
         with read_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
-            digest = _query_digest(workspace.uri, query, include_archived, tag_filter)
+            digest = _query_digest(workspace.uri, query, include_archived, mode, tag_filter)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
-            hits = search.search(
-                conn,
-                workspace.uri,
-                query or None,
-                include_archived=include_archived,
-                limit=limit + 1,
-                offset=offset,
-                tags=tag_filter,
-            )
-            shown = tags_by_note(conn, [h.note for h in hits[:limit]])
-        items = [
-            {
-                **note_summary(h.note, contain(workspace, h.note), shown[h.note.id]),
-                "snippet": h.snippet,
+            hits: list[tuple[SearchHit, tuple[str, ...]]]
+            if mode == "keyword" or not query:
+                signals: tuple[str, ...] = ("keyword",) if query else ()
+                found = search.search(
+                    conn,
+                    workspace.uri,
+                    query or None,
+                    include_archived=include_archived,
+                    limit=limit + 1,
+                    offset=offset,
+                    tags=tag_filter,
+                )
+                hits = [(h, signals) for h in found]
+            else:
+                from notes_server.store import hybrid
+
+                fused = hybrid.search(
+                    conn,
+                    workspace.uri,
+                    query,
+                    mode,
+                    self.services.embedder(),
+                    include_archived=include_archived,
+                    limit=limit + 1,
+                    offset=offset,
+                    tags=tag_filter,
+                )
+                hits = [(h.hit, h.matched_by) for h in fused]
+            shown = tags_by_note(conn, [h.note for h, _ in hits[:limit]])
+        items = []
+        for hit, matched_by in hits[:limit]:
+            item = {
+                **note_summary(hit.note, contain(workspace, hit.note), shown[hit.note.id]),
+                "snippet": hit.snippet,
+                "score": hit.rank,
+                "matchedBy": list(matched_by),
             }
-            for h in hits[:limit]
-        ]
+            if hit.section is not None:
+                item["section"] = hit.section
+            items.append(item)
         result: dict[str, Any] = {"notes": items}
         if len(hits) > limit and offset + limit <= MAX_OFFSET:
             result["nextCursor"] = encode_cursor(offset + limit, digest)

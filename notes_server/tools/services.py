@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from notes_server.config import Settings
 
@@ -40,6 +40,8 @@ class Services:
         self._sealer: StateSealer | None = None
         self._states: RequestStates | None = None
         self._lock = threading.Lock()
+        self._semantic: bool | None = None
+        self._embedder: Any = None
 
     @property
     def engine(self) -> Engine:
@@ -89,6 +91,25 @@ class Services:
                 )
             ring = KeyRing.load_or_create_file(key_file)
         return StateSealer(ring, clock=lambda: self.clock().timestamp())
+
+    def semantic_available(self) -> bool:
+        """Whether semantic search is offered: the extra is installed and not turned off
+        (`app.check_settings` has checked its model files at start; nothing is loaded here)."""
+        if self._semantic is None:
+            from notes_server.store import embedding
+
+            self._semantic = self.settings.semantic != "off" and embedding.installed()
+        return self._semantic
+
+    def embedder(self) -> Any:
+        """The embedding model, loaded on first use (never for keyword-only searches)."""
+        if self._embedder is None:
+            from notes_server.store.embedding import Embedder
+
+            with self._lock:
+                if self._embedder is None:
+                    self._embedder = Embedder()
+        return self._embedder
 
     def checkpoint(self, point: str) -> None:
         """A named step of a confirmed mutation. Crash-safety tests set `pause_at` to freeze

@@ -85,10 +85,13 @@ class LoopbackApprovals:
 
         assert self.services is not None, "attach() before base()"
         http = HttpSettings(host="127.0.0.1", port=self.port)
+        served = routes(self.services, CodeLogin(self.principal))
+        # Its forms post only from its own origin: no other loopback page signs anyone in.
+        forms = frozenset(r.path for r in served if getattr(r, "same_origin_forms", False) is True)
         return Starlette(
-            routes=routes(self.services, CodeLogin(self.principal)),
+            routes=served,
             middleware=[
-                Middleware(OriginHostGuard, http=http),
+                Middleware(OriginHostGuard, http=http, same_origin_paths=forms),
                 Middleware(BodyLimitMiddleware, limit=FORM_LIMIT),
             ],
         )

@@ -20,6 +20,8 @@ to be cheap and bounded (static results, tools whose calls are quick) and rememb
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -31,6 +33,7 @@ from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
+from notes_server.security.principals import consented_workspaces
 from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
 from notes_server.transports.http_cors import CorsMiddleware
 from notes_server.transports.http_endpoint import (
@@ -38,8 +41,10 @@ from notes_server.transports.http_endpoint import (
     LegacyFactory,
     McpEndpoint,
     PublicRoute,
+    SessionTraffic,
     mcp_routes,
     metadata_routes,
+    refusal_routes,
 )
 from notes_server.transports.http_errors import ErrorMiddleware
 from notes_server.transports.http_fastpath import McpPostFastPath
@@ -48,6 +53,8 @@ from notes_server.transports.http_health import SchemaCheck, health_routes
 from notes_server.transports.http_limits import BodyLimitMiddleware
 from notes_server.transports.http_responses import http_exception
 from notes_server.transports.http_threads import WORKER_THREADS, WorkerThreads
+
+log = logging.getLogger("notes_server.http")
 
 
 def serves_without_credential(route: BaseRoute) -> bool:
@@ -74,12 +81,26 @@ def lend_authenticator(routes: Sequence[BaseRoute], auth: Authenticator) -> None
         return
 
     def verify(credential: str) -> str | None:
-        return auth.principal_for([f"Bearer {credential}"])
+        principal = auth.principal_for([f"Bearer {credential}"])
+        # An OAuth access token is the assistant's credential, not the person's: a page that
+        # asks the person to prove who they are must not take it.
+        return None if consented_workspaces(principal or "") is not None else principal
 
     for route in routes:
         hook = getattr(route, "use_authenticator", None)
         if callable(hook):
             hook(verify)
+
+
+async def sweep_forever(legacy: SessionTraffic, pool: WorkerThreads, http: HttpSettings) -> None:
+    """Every `legacy.sweep_every_s`, expired session state leaves the database; a failure is
+    logged and the next round tries again."""
+    while True:
+        await asyncio.sleep(legacy.sweep_every_s)
+        try:
+            await pool.run(legacy.sweep, http.request_timeout)
+        except Exception:
+            log.warning("sweeping expired sessions failed", exc_info=True)
 
 
 def build_http_app(
@@ -116,13 +137,18 @@ def build_http_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        sweeping = None
+        if endpoint.legacy is not None:
+            sweeping = asyncio.ensure_future(sweep_forever(endpoint.legacy, pool, http))
         try:
             yield
         finally:
+            if sweeping is not None:
+                sweeping.cancel()
             pool.close()
 
     app = Starlette(
-        routes=routes,
+        routes=[*routes, *refusal_routes(endpoint)],
         middleware=middleware,
         exception_handlers={HTTPException: http_exception},
         lifespan=lifespan,

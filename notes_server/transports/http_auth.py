@@ -27,11 +27,13 @@ from notes_server.transports.http_responses import json_response
 from notes_server.transports.http_threads import WorkerThreads
 
 if TYPE_CHECKING:
+    from notes_server.oauth.access import AccessTokenVerifier
     from notes_server.security.jwt_auth import JwtVerifier
     from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.tools.services import Services
 
 MAX_CREDENTIAL = 8192
+ACCESS_PREFIX = "nsa_"  # notes_server.oauth.secrets.ACCESS_PREFIX, without importing Authlib
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PRINCIPAL_KEY = "notes_principal"
 _PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
@@ -62,9 +64,15 @@ class BearerAuthenticator:
 
     requires_credentials = True
 
-    def __init__(self, tokens: CachedTokenVerifier, jwt: JwtVerifier | None = None) -> None:
+    def __init__(
+        self,
+        tokens: CachedTokenVerifier,
+        jwt: JwtVerifier | None = None,
+        oauth: AccessTokenVerifier | None = None,
+    ) -> None:
         self.tokens = tokens
         self.jwt = jwt
+        self.oauth = oauth
 
     def remembered_principal(self, authorization: Sequence[str]) -> str | None:
         """The principal of a stored token accepted since the database last changed, without
@@ -80,6 +88,8 @@ class BearerAuthenticator:
             return None
         if credential.startswith(PREFIX):
             return self.tokens.principal_for(credential)
+        if self.oauth is not None and credential.startswith(ACCESS_PREFIX):
+            return self.oauth.principal_for(credential)
         if self.jwt is not None and credential.count(".") == 2:
             return self.jwt.principal_for(credential)
         return None
@@ -114,13 +124,19 @@ def build_authenticator(
         verifier = JwtVerifier(
             http.jwt_issuer, http.jwt_audience, Path(http.jwt_jwks), http.jwt_client_ids
         )
+    oauth = None
+    if http.auth == "oauth":
+        from notes_server.oauth.access import AccessTokenVerifier
+
+        assert http.public_url, "checked at start-up"
+        oauth = AccessTokenVerifier(services, http.public_url.rstrip("/") + "/mcp")
     path = settings.sqlite_path
     counter = no_counter if path is None else SqliteChangeCounter(path)
     records = SqlTokenRecords(services.engine)
     tokens = CachedTokenVerifier(
         TokenVerifier(records), counter, recheck_here=records.reads_quickly
     )
-    return BearerAuthenticator(tokens, verifier)
+    return BearerAuthenticator(tokens, verifier, oauth)
 
 
 def challenge(base_url: str, *, presented: bool) -> str:
@@ -138,8 +154,13 @@ def resource_metadata(base_url: str, http: HttpSettings) -> dict[str, object]:
         "bearer_methods_supported": ["header"],
         "resource_name": "notes-server",
     }
+    servers = []
+    if http.auth == "oauth":
+        servers.append(base_url)
     if http.jwt_issuer:
-        metadata["authorization_servers"] = [http.jwt_issuer]
+        servers.append(http.jwt_issuer)
+    if servers:
+        metadata["authorization_servers"] = servers
     return metadata
 
 

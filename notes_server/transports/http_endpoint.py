@@ -10,7 +10,8 @@ name a request the server marks as quick (`McpServer.runs_quickly`). Modern resp
 and a modern request's `Mcp-Session-Id` is ignored.
 With legacy sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered
 there first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without
-them.
+them. A GET or DELETE that names a 2026-07-28 `MCP-Protocol-Version` is 405 with `Allow: POST`
+(that revision has no sessions and no standalone stream), whether or not sessions are enabled.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer, internal_error
 from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
+from notes_server.protocol.versions import MODERN_VERSIONS
 from notes_server.transports.http_auth import (
     METADATA_PATH,
     Authenticator,
@@ -104,6 +106,13 @@ class SessionTraffic(Protocol):
     async def delete(self, request: Request, principal: str) -> ASGIApp:
         """`DELETE /mcp`: end the session."""
 
+    @property
+    def sweep_every_s(self) -> float:
+        """How often `sweep` runs."""
+
+    def sweep(self) -> None:
+        """Delete expired session state (blocking; run in a worker thread, on a timer)."""
+
 
 LegacyFactory = Callable[[WorkerThreads], SessionTraffic]
 
@@ -122,9 +131,18 @@ class McpEndpoint:
         self.legacy = legacy
 
     async def dispatch(self, request: Request) -> ASGIApp:
-        if request.method == "DELETE" and self.legacy is not None:
-            return await self.legacy.delete(request, principal_of(request.scope))
-        return await self.post(request)
+        """POST, and with legacy sessions DELETE (a modern client's DELETE is 405)."""
+        if request.method == "POST":
+            return await self.post(request)
+        if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
+            return not_allowed("POST")
+        return await self.legacy.delete(request, principal_of(request.scope))
+
+    async def refuse(self, request: Request) -> ASGIApp:
+        """GET (no standalone stream in either era): 405 naming what this client may use."""
+        if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
+            return not_allowed("POST")
+        return not_allowed("DELETE, POST")
 
     async def post(self, request: Request) -> ASGIApp:
         problem = media_problem(request)
@@ -168,6 +186,16 @@ class McpEndpoint:
         return self.server.runs_quickly(methods[0], names[0] if names else None)
 
 
+def modern_version(values: list[str]) -> bool:
+    """The request names one 2026-07-28-era `MCP-Protocol-Version`."""
+    return len(values) == 1 and values[0].strip() in MODERN_VERSIONS
+
+
+def not_allowed(allow: str) -> Response:
+    """405 in the shape of Starlette's own (`http_responses.http_exception`)."""
+    return error_response(405, "Method Not Allowed", headers={"Allow": allow})
+
+
 def _response(reply: Reply) -> Response:
     if reply.body is None:
         return Response(status_code=reply.status)
@@ -196,6 +224,14 @@ def mcp_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
     if endpoint.legacy is None:
         return [Route(MCP_PATH, endpoint.post, methods=["POST"])]
     return [Route(MCP_PATH, endpoint.dispatch, methods=["POST", "DELETE"])]
+
+
+def refusal_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
+    """`GET /mcp` with legacy sessions, only to say which methods this client may use. Not
+    among the routes CORS lists in a preflight: nothing is served on GET."""
+    if endpoint.legacy is None:
+        return []  # Starlette's own 405 says `Allow: POST`
+    return [Route(MCP_PATH, endpoint.refuse, methods=["GET"])]
 
 
 def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:

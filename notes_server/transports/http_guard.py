@@ -7,11 +7,12 @@ configured with `--allow-origin`), and for a loopback bind the `Host` must name 
 interface. A refused request gets 403 and learns nothing about the server. This is the first
 check after the error middleware: nothing else (CORS, authentication) runs for a refused request.
 
-A route that serves its own HTML forms (the purge approval page) is also reached from its own
+A route that serves its own HTML forms (the purge approval page) is reached only from its own
 origin: there an `Origin` whose host[:port] is exactly the request's `Host` passes without
-`--allow-origin` (the scheme may differ behind a TLS proxy). A page on another site still sends
-its own origin and is refused; a rebound name would be a different site to the browser, which
-keeps the page's SameSite=Strict session cookie from it.
+`--allow-origin` (the scheme may differ behind a TLS proxy), and every other `Origin` is
+refused, other loopback origins and `--allow-origin` ones included (those may call `/mcp`, not
+sign a person in). A rebound name would be a different site to the browser, which keeps the
+page's SameSite=Strict session cookie from it.
 """
 
 from __future__ import annotations
@@ -111,13 +112,16 @@ class HostOriginCheck:
         self, hosts: Sequence[str], origins: Sequence[str], own_forms: bool = False
     ) -> str | None:
         """Why the request is refused (403), or None; `own_forms`: the path serves its own
-        HTML forms, so an Origin naming exactly this request's Host passes too."""
+        HTML forms, so an Origin must name exactly this request's Host, and nothing else
+        passes there."""
         if self.loopback and not self.host_allowed(hosts):
             return "Forbidden: Host not allowed"
         if not origins:
             return None
-        if len(origins) == 1 and own_forms and same_origin(origins[0], hosts):
-            return None
+        if own_forms:
+            if len(origins) == 1 and same_origin(origins[0], hosts):
+                return None
+            return "Forbidden: Origin not allowed"
         if len(origins) > 1 or not self.origin_allowed(origins[0]):
             return "Forbidden: Origin not allowed"
         return None

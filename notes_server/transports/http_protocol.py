@@ -8,9 +8,11 @@ have their own bounds (`http_limits`, `http_threads`).
 
 The server runs uvicorn's `httptools` protocol (the C parser: about a tenth of the CPU of the
 pure-Python `h11` one per request). uvicorn gives it no head size limit, so one is added here
-(MAX_HEAD_BYTES, h11's own default: 400 and close past it), and a response's head and body
-leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11` protocol
-gets the same deadline (h11 bounds the head size itself).
+(MAX_HEAD_BYTES, h11's own default: 431 and close past it), however the head arrives: the bytes
+of a head still incomplete are counted per read, and a head completed by reads larger than the
+bound is measured before it is dispatched (a whole head in one read). A response's head and
+body leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11`
+protocol gets the same deadline (h11 bounds the size of a head that arrives in pieces).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 HEADER_TIMEOUT_S = 10.0
 MAX_HEAD_BYTES = 16 * 1024
+HEAD_TOO_LARGE = "Request head too large."
 HTTPTOOLS_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutHttpToolsProtocol"
 H11_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutH11Protocol"
 
@@ -95,6 +98,26 @@ def protocol_name() -> str:
     return HTTPTOOLS_PROTOCOL
 
 
+def head_too_large_response() -> bytes:
+    """431 with `Connection: close`, in the shape of uvicorn's own 400 for a malformed head."""
+    body = HEAD_TOO_LARGE.encode("ascii")
+    return (
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        b"content-type: text/plain; charset=utf-8\r\n"
+        b"content-length: " + str(len(body)).encode("ascii") + b"\r\n"
+        b"connection: close\r\n\r\n" + body
+    )
+
+
+# What the request line adds to its target: the method, the version, two spaces and CRLF.
+_REQUEST_LINE_BYTES = 20
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: httptools stops parsing (uvicorn then answers through
+    `send_400_response`, which answers 431 instead)."""
+
+
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 except ImportError:  # pragma: no cover - see protocol_name
@@ -103,12 +126,16 @@ else:
 
     class HeaderTimeoutHttpToolsProtocol(_HeadDeadline, HttpToolsProtocol):
         """A head is awaited from the connection's start and from each message's first byte
-        until its headers are complete; the bytes fed meanwhile are counted."""
+        until its headers are complete; the bytes fed meanwhile are counted, and so are the
+        parsed request line and headers when those reads were larger than the bound (a whole
+        head in one read completes within one `data_received`, before the per-read count
+        could see it)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._in_head = True
             self._head_bytes = 0
+            self._head_refused = False
 
         def _awaiting_head(self) -> bool:
             return self._in_head
@@ -124,8 +151,13 @@ else:
             super().data_received(data)
             too_large = self._in_head and self._head_bytes > MAX_HEAD_BYTES
             if too_large and not self.transport.is_closing():
-                self.logger.info("closed a connection whose request head was too large")
-                self.send_400_response("Request head too large.")
+                self._refuse_head()
+
+        def _refuse_head(self) -> None:
+            self.logger.info("closed a connection whose request head was too large")
+            self._corked.flush()
+            self.transport.write(head_too_large_response())
+            self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -137,6 +169,11 @@ else:
             self._arm()
 
         def on_headers_complete(self) -> None:
+            # The reads of this head may hold more than the head (a body, the next request):
+            # only then is the parsed head measured, so a small request pays one comparison.
+            if self._head_bytes > MAX_HEAD_BYTES and self._parsed_head_size() > MAX_HEAD_BYTES:
+                self._head_refused = True
+                raise _HeadTooLarge  # the parser stops; uvicorn calls send_400_response
             self._in_head = False
             self._head_bytes = 0
             self._disarm()
@@ -144,7 +181,15 @@ else:
             if self.cycle is not None:
                 self.cycle.transport = self._corked  # type: ignore[assignment]
 
+        def _parsed_head_size(self) -> int:
+            headers = sum(len(name) + len(value) + 4 for name, value in self.headers)
+            return _REQUEST_LINE_BYTES + len(self.url) + headers + 2
+
         def send_400_response(self, msg: str) -> None:
+            if self._head_refused:  # `on_headers_complete` stopped the parser: too large
+                if not self.transport.is_closing():
+                    self._refuse_head()
+                return
             self._corked.flush()  # whatever an earlier response still holds goes first
             super().send_400_response(msg)
 

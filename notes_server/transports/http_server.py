@@ -27,6 +27,29 @@ class StartupError(Exception):
     """A configuration the HTTP server refuses to run with; the message says what to change."""
 
 
+def oauth_problem(http: HttpSettings) -> str | None:
+    """`--auth oauth` issues tokens for one resource named by one issuer URL: every worker and
+    instance must agree on it, so it cannot be guessed from a request's Host."""
+    url = http.public_url
+    if not url:
+        return "--auth oauth needs --public-url (the issuer and resource URL clients see)"
+    if not url.startswith("https://") and not _loopback_url(url):
+        return "--auth oauth needs an https --public-url (http only on a loopback address)"
+    try:
+        import argon2  # noqa: F401
+        import authlib  # noqa: F401
+    except ImportError:
+        return "--auth oauth needs Authlib and argon2-cffi: pip install 'notes-server[oauth]'"
+    return None
+
+
+def _loopback_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    return host in ("127.0.0.1", "::1", "localhost")
+
+
 def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
     """Why this configuration must not serve HTTP, or None."""
     if http.auth == "none" and not http.loopback:
@@ -39,6 +62,10 @@ def startup_problem(settings: Settings, http: HttpSettings) -> str | None:
     jwt_options = (http.jwt_issuer, http.jwt_audience, http.jwt_jwks)
     if any(jwt_options) and not all(jwt_options):
         return "--jwt-issuer, --jwt-audience and --jwt-jwks must be given together"
+    if http.auth == "oauth":
+        problem = oauth_problem(http)
+        if problem is not None:
+            return problem
     if any(jwt_options) and http.auth == "none":
         return "JWT options need --auth token"
     if http.jwt_client_ids and not all(jwt_options):

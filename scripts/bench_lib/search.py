@@ -37,29 +37,35 @@ PEER_SQL = (
 )
 
 
-def ours_sql() -> str:
-    """notes-server's ranked statement (rank in FTS5, join the top k), as it sends it."""
-    from sqlalchemy.dialects import sqlite
-
+def ours_statement(query: str) -> tuple[str, Any]:
+    """notes-server's candidate statement for one query (words through FTS5, substrings
+    through the trigram index), as it sends it; the ranking itself runs in Python after it."""
     from notes_server.store import search
+    from notes_server.store.search_terms import parse
 
-    statement = search._TOP_K[False].statement
-    return str(statement.compile(dialect=sqlite.dialect(paramstyle="named")))
+    parsed = parse(query)
+    assert parsed is not None
+    sql, params = search.sqlite_candidates(parsed, False)
+    return sql, {**params, "workspace": WORKSPACE}
+
+
+def peer_statement(query: str) -> tuple[str, Any]:
+    return PEER_SQL, (" ".join(f'"{w}"*' for w in re.findall(r"\w+", query)[:16]), WORKSPACE)
 
 
 def _sqlite_floor(
-    path: str, texts: list[str], trials: int, sql: str, params: Callable[[str], Any]
+    path: str, texts: list[str], trials: int, build: Callable[[str], tuple[str, Any]]
 ) -> tuple[Measure, Measure]:
     """p50 and p99 (ms) of one ranked statement alone, stdlib sqlite3, same queries."""
-    matches = [" ".join(f'"{w}"*' for w in re.findall(r"\w+", t)[:16]) for t in texts]
+    statements = [build(t) for t in texts]
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     p50, p99 = Measure(), Measure()
     try:
         for trial in range(trials + 1):
             lat = []
-            for match in matches:
+            for sql, params in statements:
                 started = time.perf_counter()
-                conn.execute(sql, params(match)).fetchall()
+                conn.execute(sql, params).fetchall()
                 lat.append((time.perf_counter() - started) * 1000)
             if trial:  # the first pass is the warm-up
                 p50.trials.append(percentile(lat, 50))
@@ -110,14 +116,8 @@ def run(
         finally:
             for server in servers.values():
                 server.close()
-        floor50, floor99 = _sqlite_floor(
-            info.path,
-            texts,
-            trials,
-            ours_sql(),
-            lambda m: {"match": m, "k": 21, "workspace": WORKSPACE},
-        )
-        peer50, peer99 = _sqlite_floor(info.path, texts, trials, PEER_SQL, lambda m: (m, WORKSPACE))
+        floor50, floor99 = _sqlite_floor(info.path, texts, trials, ours_statement)
+        peer50, peer99 = _sqlite_floor(info.path, texts, trials, peer_statement)
         size = f"{info.notes:,} notes"
         results.row(Row(SECTION, f"{size}: p50", "ms", False, p50[OURS], p50[PEER]))
         results.row(Row(SECTION, f"{size}: p99", "ms", False, p99[OURS], p99[PEER]))

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "transports"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "legacy"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from http_support import LOOPBACK_URL
-from purge_support import WS
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
+from tests.approval.purge_support import WS
+from tests.transports.http_support import LOOPBACK_URL
 
 
 @pytest.fixture

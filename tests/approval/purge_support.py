@@ -10,12 +10,12 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from http_support import rpc
 from sqlalchemy import Engine
 
 from notes_server.store import notes
 from notes_server.store.engine import write_tx
 from notes_server.tools.services import utc_now
+from tests.transports.http_support import rpc
 
 WS = "file:///home/alice/projects/garden"
 URL_CAPS: dict[str, Any] = {"elicitation": {"url": {}}}

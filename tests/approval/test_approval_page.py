@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL
-from purge_support import (
+from sqlalchemy import Engine, text
+from starlette.testclient import TestClient
+
+from notes_server.store.engine import write_tx
+from tests.approval.purge_support import (
     WS,
     add_note,
     approve,
@@ -18,10 +21,7 @@ from purge_support import (
     round_of,
     sign_in,
 )
-from sqlalchemy import Engine, text
-from starlette.testclient import TestClient
-
-from notes_server.store.engine import write_tx
+from tests.transports.http_support import LOOPBACK_URL
 
 
 @pytest.fixture
@@ -231,3 +231,27 @@ def test_a_head_request_does_not_spend_the_link(
 
     assert preview.status_code == 405
     assert open_link(browser, link).status_code == 303
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://localhost:3000", "http://127.0.0.1:9999", "http://127.0.0.1", "http://[::1]:8765"],
+)
+def test_another_loopback_origin_cannot_sign_in_on_the_page(
+    link: str, browser: TestClient, alice: str, origin: str
+) -> None:
+    open_link(browser, link)
+    csrf = csrf_of(browser.get("/approval"))
+
+    forged = browser.post(
+        "/approval",
+        data={"csrf": csrf, "token": alice},
+        headers={"Origin": origin},
+        follow_redirects=False,
+    )
+    own = form_post(browser, {"csrf": csrf, "token": alice})  # Origin: the page's own
+
+    assert forged.status_code == 403
+    assert forged.json()["error"]["message"] == "Forbidden: Origin not allowed"
+    assert "set-cookie" not in forged.headers
+    assert own.status_code == 303  # the same form from the page's own origin signs in

@@ -13,8 +13,13 @@ from pathlib import Path
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from http_support import LOOPBACK_URL, rpc
-from purge_support import (
+from sqlalchemy import Engine, text
+from starlette.testclient import TestClient
+
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings, Settings
+from notes_server.tools.services import Services
+from tests.approval.purge_support import (
     WS,
     add_note,
     approve,
@@ -25,12 +30,7 @@ from purge_support import (
     round_of,
     sign_in,
 )
-from sqlalchemy import Engine, text
-from starlette.testclient import TestClient
-
-from notes_server.app import create_http_app
-from notes_server.config import HttpSettings, Settings
-from notes_server.tools.services import Services
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 ISSUER = "https://issuer.example"
 AUDIENCE = "https://notes.example/mcp"

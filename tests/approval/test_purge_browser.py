@@ -19,12 +19,12 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import start_http_server
-from purge_support import add_note, purge, round_of
 from sqlalchemy import Engine, text
 
 from notes_server.config import Settings
+from tests.approval.purge_support import add_note, purge, round_of
+from tests.helpers import free_port
+from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).resolve().parent / "purge_browser.mjs"

@@ -6,15 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from http_support import rpc
-from purge_support import (
-    WS,
-    add_note,
-    approve,
-    purge,
-    round_of,
-    sign_in,
-)
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -24,11 +15,27 @@ from notes_server.errors import STATE_REJECTED
 from notes_server.store import notes
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.tools.services import Services, utc_now
+from tests.approval.purge_support import (
+    WS,
+    add_note,
+    approve,
+    purge,
+    round_of,
+    sign_in,
+)
+from tests.transports.http_support import rpc
 
 
 def live_ids(engine: Engine) -> set[str]:
     with engine.connect() as conn:
         return {row[0] for row in conn.execute(text("SELECT id FROM notes"))}
+
+
+def pending_approvals(engine: Engine) -> int:
+    with engine.connect() as conn:
+        count = conn.execute(text("SELECT count(*) FROM purge_approvals")).scalar()
+    assert isinstance(count, int)
+    return count
 
 
 def audit_outcomes(engine: Engine) -> list[tuple[str, str | None]]:
@@ -232,22 +239,47 @@ def test_a_replayed_accept_is_refused_and_deletes_nothing_more(
     assert live_ids(migrated_engine) == {newer.id}
 
 
-@pytest.mark.parametrize("answer", ["decline", "cancel"])
-def test_decline_or_cancel_deletes_nothing_and_is_audited(
-    client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine, answer: str
+def test_decline_deletes_nothing_is_audited_and_retires_the_approval(
+    client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine
 ) -> None:
     note = add_note(migrated_engine, "old.md", "Old", archived=True)
     first = round_of(purge(client, alice))
     assert approve(browser, first.url, alice).status_code == 200
 
-    final = round_of(purge(client, alice, answer=answer, state=first.state)).result
+    final = round_of(purge(client, alice, answer="decline", state=first.state)).result
     after = purge(client, alice, answer="accept", state=first.state)
 
-    outcome = "declined" if answer == "decline" else "cancelled"
-    assert final["structuredContent"] == {"purged": False, "outcome": outcome}
-    assert audit_outcomes(migrated_engine) == [(outcome, None)]
+    assert final["structuredContent"] == {"purged": False, "outcome": "declined"}
+    assert audit_outcomes(migrated_engine) == [("declined", None)]
     assert after.json()["error"] == {"code": -32602, "message": STATE_REJECTED}
     assert live_ids(migrated_engine) == {note.id}
+    assert pending_approvals(migrated_engine) == 0
+
+
+def test_cancel_deletes_nothing_is_audited_and_leaves_the_approval_retryable(
+    client: TestClient, browser: TestClient, alice: str, migrated_engine: Engine
+) -> None:
+    note = add_note(migrated_engine, "old.md", "Old", archived=True)
+    first = round_of(purge(client, alice))
+
+    cancelled = round_of(purge(client, alice, answer="cancel", state=first.state)).result
+    kept = pending_approvals(migrated_engine)
+    assert approve(browser, first.url, alice).status_code == 200  # the page still works
+    again = round_of(purge(client, alice, answer="cancel", state=first.state)).result
+    final = round_of(purge(client, alice, answer="accept", state=first.state)).result
+    replay = purge(client, alice, answer="cancel", state=first.state)
+
+    assert cancelled["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert again["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert kept == 1
+    assert final["structuredContent"]["purgedIds"] == [note.id]
+    assert replay.json()["error"] == {"code": -32602, "message": STATE_REJECTED}
+    assert audit_outcomes(migrated_engine) == [
+        ("cancelled", None),
+        ("cancelled", None),
+        ("purged", note.id),
+    ]
+    assert live_ids(migrated_engine) == set()
 
 
 def test_another_principal_cannot_use_the_state(

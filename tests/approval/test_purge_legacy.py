@@ -13,18 +13,28 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import ServerProcess, free_port
-from http_support import HttpServer, LegacyHttpHost, server_instances
-from legacy_support import LegacyClient
-from purge_support import WS, add_note, approve, approve_with_code
 from sqlalchemy import Engine, text
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.approval.purge_support import WS, add_note, approve, approve_with_code, open_link
+from tests.helpers import ServerProcess, free_port
+from tests.legacy.legacy_support import LegacyClient
+from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
 URL_CLIENT: dict[str, Any] = {"elicitation": {"url": {}}}
 PURGE = {"name": "notes_purge", "arguments": {"workspaceUri": WS}}
+
+
+def open_approvals_and_audit(engine: Engine) -> tuple[int, list[str]]:
+    """How many approvals are still open, and the purge's audited outcomes in order."""
+    with engine.connect() as conn:
+        pending = conn.execute(text("SELECT count(*) FROM purge_approvals")).scalar()
+        query = text("SELECT outcome FROM audit_log WHERE tool = 'notes_purge' ORDER BY id")
+        audited = list(conn.execute(query).scalars())
+    assert isinstance(pending, int)
+    return pending, audited
 
 
 def note_count(engine: Engine) -> int:
@@ -94,6 +104,28 @@ def test_a_legacy_stdio_host_that_declines_the_url_purges_nothing(
     assert reply["id"] == call  # no completion notification: the page was not done
     assert reply["result"]["structuredContent"] == {"purged": False, "outcome": "declined"}
     assert note_count(migrated_engine) == 1
+
+
+def test_a_legacy_stdio_host_answering_cancel_stops_and_leaves_the_approval_open(
+    legacy_stdio: Callable[[], LegacyClient], migrated_engine: Engine
+) -> None:
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    host = legacy_stdio()
+    host.initialize(capabilities=URL_CLIENT)
+    call = host.call_tool("notes_purge", {"workspaceUri": WS})
+    asked = host.read()
+    params = assert_url_elicitation(asked)
+
+    host.respond(asked["id"], {"action": "cancel"})
+    reply = host.read()
+
+    assert reply["id"] == call
+    assert reply["result"]["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert note_count(migrated_engine) == 1
+    assert open_approvals_and_audit(migrated_engine) == (1, ["cancelled"])
+    origin = params["url"].split("/approval", 1)[0]
+    with httpx.Client(base_url=origin, timeout=30) as browser:
+        assert open_link(browser, params["url"]).status_code == 303  # the page still opens
 
 
 def test_a_legacy_stdio_host_cancelling_while_on_the_page_gets_no_result_and_nothing_is_purged(
@@ -225,4 +257,30 @@ def test_a_legacy_http_purge_cancelled_while_on_the_page_ends_without_purging(
 
     assert rest == []  # the stream ended without a result
     assert note_count(migrated_engine) == 1
+    host.http.close()
+
+
+def test_a_legacy_http_host_answering_cancel_stops_and_leaves_the_approval_open(
+    instances: tuple[HttpServer, HttpServer, str], migrated_engine: Engine
+) -> None:
+    first, second, token = instances
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    host = Host(token)
+    host.initialize(first)
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": PURGE}
+
+    with host.http.stream("POST", f"{first.url}/mcp", json=call, headers=host.headers()) as stream:
+        received = events(stream)
+        asked = next(received)
+        params = assert_url_elicitation(asked)
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "cancel"}}
+        assert host.post(second, answer).status_code == 202
+        final = next(received)
+
+    assert final["id"] == 9
+    assert final["result"]["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert note_count(migrated_engine) == 1
+    assert open_approvals_and_audit(migrated_engine) == (1, ["cancelled"])
+    with httpx.Client(base_url=second.url, timeout=30) as browser:
+        assert approve(browser, params["url"], token).status_code == 200  # still approvable
     host.http.close()

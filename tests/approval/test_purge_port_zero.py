@@ -9,11 +9,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import HttpServer, rpc, start_http_server
-from purge_support import add_note, approve, purge, round_of
 from sqlalchemy import Engine, text
 
 from notes_server.config import Settings
+from tests.approval.purge_support import add_note, approve, purge, round_of
+from tests.transports.http_support import HttpServer, rpc, start_http_server
 
 
 @pytest.fixture

@@ -11,13 +11,21 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import HttpServer, start_http_server
-from purge_support import add_note, approve, purge, round_of
 from sqlalchemy import Engine, text
 
 from notes_server.config import Settings
 from notes_server.errors import STATE_REJECTED
+from tests.approval.purge_support import (
+    add_note,
+    approve,
+    csrf_of,
+    form_post,
+    open_link,
+    purge,
+    round_of,
+)
+from tests.helpers import free_port
+from tests.transports.http_support import HttpServer, start_http_server
 
 RETRIES = 6
 
@@ -79,3 +87,43 @@ def run_all(threads: list[threading.Thread]) -> None:
     for thread in threads:
         thread.join(timeout=90)
     assert not any(thread.is_alive() for thread in threads)
+
+
+def test_a_real_servers_page_takes_form_posts_only_from_its_own_origin(
+    server: HttpServer, migrated_engine: Engine, alice: str
+) -> None:
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as mcp,
+        httpx.Client(base_url=server.url, timeout=30) as browser,
+    ):
+        first = round_of(purge(mcp, alice))
+        assert open_link(browser, first.url).status_code == 303
+        csrf = csrf_of(browser.get("/approval"))
+        forged = browser.post(
+            "/approval",
+            data={"csrf": csrf, "token": alice},
+            headers={"Origin": "http://localhost:3000"},
+        )
+        own = form_post(browser, {"csrf": csrf, "token": alice})
+
+    assert forged.status_code == 403
+    assert forged.json()["error"]["message"] == "Forbidden: Origin not allowed"
+    assert own.status_code == 303
+
+
+def test_a_real_server_keeps_a_cancelled_approval_for_a_later_accept(
+    server: HttpServer, migrated_engine: Engine, alice: str
+) -> None:
+    old = add_note(migrated_engine, "old.md", "Old", archived=True)
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as mcp,
+        httpx.Client(base_url=server.url, timeout=30) as browser,
+    ):
+        first = round_of(purge(mcp, alice))
+        cancelled = round_of(purge(mcp, alice, answer="cancel", state=first.state)).result
+        assert approve(browser, first.url, alice).status_code == 200
+        final = round_of(purge(mcp, alice, answer="accept", state=first.state)).result
+
+    assert cancelled["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert final["structuredContent"]["purgedIds"] == [old.id]

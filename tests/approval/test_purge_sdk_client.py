@@ -13,11 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import default_db_url, subprocess_env
-from purge_support import WS, add_note, approve_with_code
 from sqlalchemy import Engine, text
 
 from notes_server.security.keyring import KeyRing
+from tests.approval.purge_support import WS, add_note, approve_with_code
+from tests.helpers import default_db_url, subprocess_env
 
 mcp_stdio = pytest.importorskip("mcp.client.stdio")
 mcp_session = pytest.importorskip("mcp.client.session")

@@ -10,18 +10,20 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from helpers import ServerProcess
-from purge_support import (
+from sqlalchemy import Engine, text
+
+from tests.approval.purge_support import (
     URL_CAPS,
     WS,
     add_note,
     approval_of,
+    approve_with_code,
     code_for,
     csrf_of,
     form_post,
     open_link,
 )
-from sqlalchemy import Engine, text
+from tests.helpers import ServerProcess
 
 
 def call_purge(server: ServerProcess, **extra: Any) -> dict[str, Any]:
@@ -104,3 +106,46 @@ def test_the_listener_refuses_a_foreign_host_header(
     )
 
     assert rebinding.status_code == 403
+
+
+def test_the_listener_takes_form_posts_only_from_its_own_origin(
+    server: ServerProcess, migrated_engine: Engine
+) -> None:
+    add_note(migrated_engine, "old.md", "Old", archived=True)
+    params = call_purge(server)["result"]["inputRequests"]["purge_approval"]["params"]
+    origin = f"http://127.0.0.1:{urlsplit(params['url']).port}"
+
+    with httpx.Client(base_url=origin, timeout=30) as browser:
+        assert open_link(browser, params["url"]).status_code == 303
+        code = code_for(server, approval_of(params["url"]))
+        csrf = csrf_of(browser.get("/approval"))
+        forged = browser.post(
+            "/approval",
+            data={"csrf": csrf, "token": code},
+            headers={"Origin": "http://localhost:3000"},
+        )
+        own = form_post(browser, {"csrf": csrf, "token": code})
+
+    assert forged.status_code == 403
+    assert own.status_code == 303
+
+
+def test_a_stdio_cancel_leaves_the_approval_open_and_a_later_accept_purges(
+    server: ServerProcess, migrated_engine: Engine
+) -> None:
+    old = add_note(migrated_engine, "old.md", "Old", archived=True)
+    first = call_purge(server)["result"]
+    state = first["requestState"]
+    url = first["inputRequests"]["purge_approval"]["params"]["url"]
+
+    cancel = {"purge_approval": {"action": "cancel"}}
+    cancelled = call_purge(server, requestState=state, inputResponses=cancel)
+    assert approve_with_code(server, url).status_code == 200
+    accept = {"purge_approval": {"action": "accept"}}
+    final = call_purge(server, requestState=state, inputResponses=accept)
+
+    assert cancelled["result"]["structuredContent"] == {"purged": False, "outcome": "cancelled"}
+    assert final["result"]["structuredContent"]["purgedIds"] == [old.id]
+    with migrated_engine.connect() as conn:
+        query = text("SELECT outcome FROM audit_log WHERE tool = 'notes_purge' ORDER BY id")
+        assert list(conn.execute(query).scalars()) == ["cancelled", "purged"]

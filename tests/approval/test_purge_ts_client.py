@@ -15,10 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import HttpServer, start_http_server
-from purge_support import WS, add_note, approve
 from sqlalchemy import Engine, text
+
+from tests.approval.purge_support import WS, add_note, approve
+from tests.helpers import free_port
+from tests.transports.http_support import HttpServer, start_http_server
 
 HERE = Path(__file__).resolve().parent
 SDK = HERE.parent.parent / ".clients" / "node_modules" / "@modelcontextprotocol" / "sdk"

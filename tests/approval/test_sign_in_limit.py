@@ -12,17 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import free_port
-from http_support import LOOPBACK_URL, HttpServer, server_instances
-from purge_support import (
-    WS,
-    add_note,
-    csrf_of,
-    form_post,
-    open_link,
-    purge,
-    round_of,
-)
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -32,6 +21,17 @@ from notes_server.security.tokens import create_token
 from notes_server.store.approvals import MAX_ATTEMPTS
 from notes_server.store.engine import write_tx
 from notes_server.store.tokens import SqlTokenRecords
+from tests.approval.purge_support import (
+    WS,
+    add_note,
+    csrf_of,
+    form_post,
+    open_link,
+    purge,
+    round_of,
+)
+from tests.helpers import free_port
+from tests.transports.http_support import LOOPBACK_URL, HttpServer, server_instances
 
 REFUSED = "That token does not belong to the account that asked for this purge."
 LOCKED = "locked after too many wrong sign-ins"

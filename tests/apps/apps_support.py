@@ -7,11 +7,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from helpers import make_request
 from sqlalchemy import Engine
 
 from notes_server.store import grants, notes
 from notes_server.store.engine import write_tx
+from tests.helpers import make_request
 
 UI = "io.modelcontextprotocol/ui"
 APP_MIME = "text/html;profile=mcp-app"

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apps_support import NOTES, seed_notes
-from http_support import start_http_server
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.apps.apps_support import NOTES, seed_notes
+from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).resolve().parent / "browser_host.mjs"

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from apps_support import APP_MIME, APPS, LOOPBACK_URL, UI, VIEW, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -17,6 +16,7 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
+from tests.apps.apps_support import APP_MIME, APPS, LOOPBACK_URL, UI, VIEW, rpc
 
 
 @pytest.fixture

@@ -7,11 +7,10 @@ import io
 import json
 from typing import Any
 
-from apps_support import APP_MIME, APPS, UI, VIEW
-
 from notes_server.legacy.connection import DualEraConnection
 from notes_server.protocol.dispatch import McpServer
 from notes_server.transports.stdio import serve_stdio
+from tests.apps.apps_support import APP_MIME, APPS, UI, VIEW
 
 
 def session(server: McpServer, capabilities: dict[str, Any], *requests: Any) -> list[Any]:

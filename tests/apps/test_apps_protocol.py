@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
 from sqlalchemy import Engine
+
+from tests.apps.apps_support import APP_MIME, APPS, NOTES, UI, VIEW, seed_notes
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 ELICITING: dict[str, Any] = {**APPS, "elicitation": {"form": {}}}
@@ -193,10 +195,8 @@ def test_the_timeline_of_an_ungranted_workspace_is_refused(
 ) -> None:
     reply = call_tool("notes_timeline", {"workspaceUri": NOTES}, principal="mallory")
 
-    assert reply["error"] == {
-        "code": -32602,
-        "message": "Workspace is not available to this principal",
-    }
+    assert workspace_refusal(reply["error"])
+    assert reply["error"]["data"] == {"usableWorkspaces": []}  # nothing of alice's
 
 
 def test_notes_open_returns_the_note_for_the_host_to_show(

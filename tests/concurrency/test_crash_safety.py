@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import (
+
+from tests.concurrency.harness import (
     WORKSPACE,
     Db,
     Server,
@@ -31,7 +32,7 @@ from harness import (
     stop_servers,
     tool_params,
 )
-from helpers import default_db_url
+from tests.helpers import default_db_url
 
 STEPS = ("claimed", "applied", "audited", "committed")
 TOOLS = {"delete": "notes_delete", "archive": "notes_archive"}

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import (
+
+from tests.concurrency.harness import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     STATE_REJECTED,

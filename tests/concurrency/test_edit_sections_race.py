@@ -10,10 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pg_support
 import pytest
-from harness import WORKSPACE, Server, generate_keys, prepare_database, race, start_servers
-from harness import stop_servers as stop
+
+from tests import pg_support
+from tests.concurrency.harness import (
+    WORKSPACE,
+    Server,
+    generate_keys,
+    prepare_database,
+    race,
+    start_servers,
+)
+from tests.concurrency.harness import stop_servers as stop
 
 PROCESSES = 8
 TRIALS = 3

@@ -18,9 +18,9 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from helpers import make_request, subprocess_env
 
 from notes_server.store.migrate import HEAD
+from tests.helpers import make_request, subprocess_env
 
 GATED_CLI = Path(__file__).with_name("gated_cli.py")
 TIMEOUT_S = 120.0

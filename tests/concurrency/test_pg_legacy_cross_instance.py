@@ -12,7 +12,6 @@ PostgreSQL server is reachable (skipped otherwise), whatever NOTES_SERVER_TEST_D
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +21,6 @@ import httpx
 import pytest
 from sqlalchemy import Engine, text
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "transports"))
-from http_support import HttpServer, LegacyHttpHost, start_http_server
-
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace
@@ -32,6 +28,7 @@ from notes_server.store import grants
 from notes_server.store.engine import write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import utc_now
+from tests.transports.http_support import HttpServer, LegacyHttpHost, start_http_server
 
 INSTANCES = 3
 WS = "file:///home/alice/notes"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pg_support
 import pytest
-from test_first_start_race import ALREADY, MIGRATED, run_together
 
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from tests import pg_support
+from tests.concurrency.test_first_start_race import ALREADY, MIGRATED, run_together
 
 MIGRATIONS = 4
 

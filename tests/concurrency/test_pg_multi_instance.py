@@ -12,20 +12,14 @@ Runs in every run of the suite when a PostgreSQL server is reachable (skipped ot
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pg_support
 import pytest
 from sqlalchemy import Engine, text
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "transports"))
-from http_support import CLIENT_LIMITS, HttpServer, rpc, start_http_server
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
@@ -34,6 +28,8 @@ from notes_server.store import grants, migrate
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import utc_now
+from tests import pg_support
+from tests.transports.http_support import CLIENT_LIMITS, HttpServer, rpc, start_http_server
 
 INSTANCES = 3
 CLIENTS = 16

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import (
-    INVALID_PARAMS,
+
+from tests.concurrency.harness import (
     WORKSPACE,
-    WORKSPACE_DENIED,
     Db,
     Server,
     accept,
@@ -28,6 +27,7 @@ from harness import (
     state_nonce,
     stop_servers,
 )
+from tests.helpers import workspace_refusal
 
 TITLE = "revoked between rounds"
 
@@ -74,7 +74,7 @@ def test_round2_on_another_process_after_revoke_is_denied_and_writes_nothing(
         responses=answer,
     )
 
-    assert reply.get("error") == {"code": INVALID_PARAMS, "message": WORKSPACE_DENIED}, reply
+    assert workspace_refusal(reply.get("error")), reply
     assert db.note(note_id) == (1, 0)
     assert db.nonces([nonce]) == {} and db.audits([nonce]) == []
     assert db.counts() == (1, 0, 0)

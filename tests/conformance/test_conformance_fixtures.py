@@ -10,16 +10,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from helpers import make_request
 from starlette.testclient import TestClient
 
 from notes_server.app import create_app, create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.registry import SHIPPED
 from notes_server.tools.services import Services
+from tests.helpers import make_request
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = "conformance.fixture_tools"
+FIXTURES = "tests.conformance.fixture_tools"
 SAMPLING = {"sampling": {}}
 
 

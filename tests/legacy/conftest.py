@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from helpers import ServerProcess
-from legacy_support import NOTES, Legacy, LegacyClient
 
 from notes_server.security.keyring import KeyRing
+from tests.helpers import ServerProcess
+from tests.legacy.legacy_support import NOTES, Legacy, LegacyClient
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from helpers import ServerProcess
+from tests.helpers import ServerProcess
 
 NOTES = "file:///home/alice/notes"
 FORM_CLIENT: dict[str, Any] = {"elicitation": {}}

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 import pytest
-from legacy_support import NOTES
 from sqlalchemy import Engine, func, select
 
 from notes_server.app import SERVER_INFO, create_app
@@ -30,6 +29,7 @@ from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
 from notes_server.tools.registry import ToolRegistry
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.stdio import serve_stdio
+from tests.legacy.legacy_support import NOTES
 
 Message = dict[str, Any] | bytes
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}

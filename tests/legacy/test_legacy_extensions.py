@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 import pytest
-from demo_extension import DEMO_ID, demo_extension
 
 from notes_server.app import create_app
 from notes_server.config import Settings
@@ -18,6 +17,7 @@ from notes_server.protocol.dispatch import McpServer
 from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
 from notes_server.transports.stdio import serve_stdio
+from tests.demo_extension import DEMO_ID, demo_extension
 
 
 @pytest.fixture

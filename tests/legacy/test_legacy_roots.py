@@ -11,11 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import ServerProcess
-from legacy_support import NOTES, LegacyClient
 
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.keyring import KeyRing
+from tests.helpers import ServerProcess, workspace_refusal
+from tests.legacy.legacy_support import NOTES, LegacyClient
 
 SHARED = "file:///srv/shared"
 ROOTS_CLIENT: dict[str, Any] = {"elicitation": {}, "roots": {"listChanged": True}}
@@ -69,7 +68,7 @@ def create(client: LegacyClient, workspace: str | None, title: str) -> dict[str,
 
 
 def denied(reply: dict[str, Any]) -> bool:
-    return reply.get("error") == {"code": -32602, "message": WORKSPACE_DENIED}
+    return workspace_refusal(reply.get("error"))
 
 
 def created_in(reply: dict[str, Any], workspace: str) -> bool:
@@ -89,6 +88,9 @@ def test_a_root_wider_than_a_grant_opens_only_the_granted_workspace_below_it(
     assert created_in(inside, NOTES)
     assert denied(outside)
     assert created_in(defaulted, NOTES)
+    # The refusal names only what the roots leave usable: SHARED is granted, but outside them.
+    assert outside["error"]["data"] == {"usableWorkspaces": [NOTES]}
+    assert outside["error"]["message"].endswith(f"workspaces it can write to: {NOTES}")
 
 
 def test_roots_disjoint_from_the_grants_open_nothing_and_are_logged(
@@ -101,6 +103,7 @@ def test_roots_disjoint_from_the_grants_open_nothing_and_are_logged(
     listed = client.result("resources/list", {})
 
     assert denied(named)
+    assert named["error"]["data"] == {"usableWorkspaces": []}
     assert defaulted["result"]["isError"] is True
     assert "usable workspaces: (none)" in defaulted["result"]["content"][0]["text"]
     assert listed["resources"] == []

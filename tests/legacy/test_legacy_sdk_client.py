@@ -9,10 +9,10 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import default_db_url, subprocess_env
-from legacy_support import NOTES
 
 from notes_server.security.keyring import KeyRing
+from tests.helpers import default_db_url, subprocess_env
+from tests.legacy.legacy_support import NOTES
 
 mcp_stdio = pytest.importorskip("mcp.client.stdio")
 mcp_session = pytest.importorskip("mcp.client.session")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import make_request
-from legacy_support import NOTES, Legacy, LegacyClient
 
 from notes_server.legacy.translate import NEEDS_ELICITATION, NOT_INITIALIZED
+from tests.helpers import make_request
+from tests.legacy.legacy_support import NOTES, Legacy, LegacyClient
 
 STRIPPED = {"resultType", "ttlMs", "cacheScope", "_meta"}
 TITLE = "TPS report"

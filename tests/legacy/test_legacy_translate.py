@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
+from notes_server.errors import InvalidParams
+from notes_server.legacy.session import kept_client_info
 from notes_server.legacy.translate import (
     CANCELLED,
+    MAX_KEPT_CAPABILITIES_BYTES,
     initialize_result,
     input_response,
     is_modern,
@@ -90,9 +93,53 @@ def test_capabilities_are_mapped_to_the_per_request_shape() -> None:
         "roots": {},
         "sampling": {},
         "elicitation": {"form": {}, "url": {}},
-        "experimental": {"x": {}},
         "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}},
     }
+
+
+def test_only_what_the_server_reads_is_kept_of_the_capabilities() -> None:
+    bulk = {"blob": "x" * 100_000}
+    declared = {
+        "experimental": bulk,
+        "sampling": {"context": bulk, "tools": {}, "other": bulk},
+        "elicitation": {"form": bulk, "url": bulk},
+        "roots": {"listChanged": True, "extra": bulk},
+    }
+
+    assert modern_capabilities(declared) == {
+        "sampling": {"context": {}, "tools": {}},
+        "elicitation": {"form": {}, "url": {}},
+        "roots": {},
+    }
+
+
+def test_extensions_past_the_bound_are_invalid_params() -> None:
+    declared = {"extensions": {"x.example/big": {"blob": "x" * MAX_KEPT_CAPABILITIES_BYTES}}}
+
+    with pytest.raises(InvalidParams) as refused:
+        modern_capabilities(declared)
+
+    assert refused.value.message == (
+        "Invalid params: initialize capabilities.extensions take more than 8192 bytes"
+    )
+
+
+def test_client_info_keeps_name_title_and_version_only() -> None:
+    sent = {"name": "host", "title": "Host", "version": "1", "icons": [{"src": "x" * 10**6}]}
+
+    assert kept_client_info(sent) == {"name": "host", "title": "Host", "version": "1"}
+    assert kept_client_info({"name": 5, "version": "1"}) == {"version": "1"}
+    assert kept_client_info("host") is None
+
+
+@pytest.mark.parametrize("field", ["name", "title", "version"])
+def test_a_client_info_field_past_the_bound_is_invalid_params(field: str) -> None:
+    with pytest.raises(InvalidParams) as refused:
+        kept_client_info({field: "x" * 257})
+
+    assert refused.value.message == (
+        f"Invalid params: initialize clientInfo.{field} is longer than 256 characters"
+    )
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import make_request
 from sqlalchemy import Engine, text
 
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import Request
 from notes_server.security.uri import parse_workspace_uri
+from tests.helpers import make_request
 
 Call = Callable[..., dict[str, Any]]
 Grant = Callable[..., str]

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy.exc
-from helpers import make_request
 from sqlalchemy import Engine, event
 
 from notes_server.app import create_app
@@ -27,6 +26,7 @@ from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.tools.services import Services, utc_now
+from tests.helpers import make_request
 
 NOTES = "file:///home/alice/notes"
 INTERNAL_ERROR = -32603

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from demo_extension import DEMO_ID, DemoResources, EchoTool, demo_extension
-from helpers import make_request, subprocess_env
 from sqlalchemy import Engine
 
 from notes_server.app import create_app
@@ -27,6 +25,8 @@ from notes_server.store.engine import write_tx
 from notes_server.tools.base import Tool
 from notes_server.tools.registry import SHIPPED, notes_extension
 from notes_server.tools.services import Services
+from tests.demo_extension import DEMO_ID, DemoResources, EchoTool, demo_extension
+from tests.helpers import make_request, subprocess_env
 
 Call = Callable[..., dict[str, Any]]
 NOTES = "file:///home/alice/notes"

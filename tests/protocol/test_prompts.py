@@ -253,4 +253,10 @@ def test_another_principals_workspace_looks_like_any_unavailable_one(
 
     for workspace, path in ((BOBS, "secret.md"), ("file:///nowhere", "secret.md")):
         error = get(call, "notes_summarize", {"workspaceUri": workspace, "path": path})["error"]
-        assert error == {"code": -32602, "message": "Workspace is not available to this principal"}
+        # The refusal names only alice's own usable workspaces, the same for both.
+        assert error == {
+            "code": -32602,
+            "message": "Workspace is not available to this principal; workspaces it can use: "
+            + NOTES,
+            "data": {"usableWorkspaces": [NOTES]},
+        }

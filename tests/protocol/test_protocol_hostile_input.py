@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import make_request
 
 from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import DecodeFailure, decode
 from notes_server.tools.schema import validate
+from tests.helpers import make_request
 
 Call = Callable[..., dict[str, Any]]
 NOTES = "file:///home/alice/notes"
@@ -54,22 +54,76 @@ def test_a_message_nested_64_levels_deep_is_accepted() -> None:
     assert isinstance(decode(raw_request(nested(63))), object)
 
 
-def test_a_message_nested_65_levels_deep_is_invalid_request_with_its_id() -> None:
+PARAMS_TOO_DEEP = "Invalid params: params nest deeper than 64 levels"
+TOO_DEEP = "Invalid Request: message nests deeper than 64 levels"
+
+
+def test_params_nested_65_levels_deep_are_invalid_params_with_the_id() -> None:
     failure = failure_of(raw_request(nested(64)))
 
-    assert failure.error.code == INVALID_REQUEST
-    assert failure.error.message == "Invalid Request: message nests deeper than 64 levels"
+    assert failure.error.code == INVALID_PARAMS
+    assert failure.error.message == PARAMS_TOO_DEEP
     assert failure.request_id == 9
 
 
-@pytest.mark.parametrize("levels", [600, 5_000, 200_000])
-def test_nesting_too_deep_even_for_the_parser_is_invalid_request(levels: int) -> None:
-    raw = b'{"jsonrpc":"2.0","id":1,"method":"m","params":' + b"[" * levels + b"]" * levels + b"}"
+@pytest.mark.parametrize("levels", [65, 600, 5_000, 200_000])
+@pytest.mark.parametrize("request_id", [84619, "r-1"])
+def test_params_too_deep_even_for_the_parser_echo_the_id(levels: int, request_id: Any) -> None:
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})[:-1]
+    raw = head + ',"params":{"x":' + "[" * levels + "]" * levels + "}}"
 
     failure = failure_of(raw)
 
-    assert failure.error.code == INVALID_REQUEST
-    assert failure.error.message == "Invalid Request: message nests deeper than 64 levels"
+    assert (failure.error.code, failure.error.message) == (INVALID_PARAMS, PARAMS_TOO_DEEP)
+    assert failure.request_id == request_id
+
+
+@pytest.mark.parametrize("levels", [65, 5_000])
+def test_an_id_after_params_too_deep_for_the_parser_is_still_echoed(levels: int) -> None:
+    raw = '{"params":' + "[" * levels + "]" * levels + ', "id" : "a\\"b",\n"method":"m",'
+    raw += ' "jsonrpc": "2.0" }\n'
+
+    failure = failure_of(raw)
+
+    assert (failure.error.code, failure.error.message) == (INVALID_PARAMS, PARAMS_TOO_DEEP)
+    assert failure.request_id == 'a"b'
+
+
+@pytest.mark.parametrize("levels", [65, 5_000])
+def test_depth_inside_tool_arguments_is_invalid_params_with_the_id(levels: int) -> None:
+    arguments = '{"workspaceUri":"file:///w","query":' + "[" * levels + "]" * levels + "}"
+    raw = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"notes_search",'
+    raw += '"arguments":' + arguments + "}}"
+
+    failure = failure_of(raw)
+
+    assert (failure.error.code, failure.error.message) == (INVALID_PARAMS, PARAMS_TOO_DEEP)
+    assert failure.request_id == 7
+
+
+@pytest.mark.parametrize("levels", [65, 5_000])
+def test_depth_outside_params_is_invalid_request_with_the_id(levels: int) -> None:
+    raw = '{"jsonrpc":"2.0","id":5,"method":"m","params":{},"x":' + "[" * levels
+    raw += "]" * levels + "}"
+
+    failure = failure_of(raw)
+
+    assert (failure.error.code, failure.error.message) == (INVALID_REQUEST, TOO_DEEP)
+    assert failure.request_id == 5
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 5_000 + "]" * 5_000,
+        '{"params":' + "[" * 5_000 + "]" * 5_000 + ', "id": [1], "method": "m"}',
+        '{"id":1,"id":2,"params":' + "[" * 5_000 + "]" * 5_000 + "}",
+        '{"jsonrpc":"2.0","method":"m","params":' + "[" * 5_000 + "]" * 5_000 + "}",
+    ],
+    ids=["top-level-array", "id-not-an-id", "id-repeated", "notification"],
+)
+def test_only_a_frame_whose_id_cannot_be_read_gets_a_null_id(raw: str) -> None:
+    assert failure_of(raw).request_id is None
 
 
 def test_deep_initialize_capabilities_are_refused_before_any_handler_walks_them(
@@ -80,7 +134,7 @@ def test_deep_initialize_capabilities_are_refused_before_any_handler_walks_them(
     reply = answer(server, raw_request(params, method="initialize", id="deep"))
 
     assert reply["id"] == "deep"
-    assert reply["error"]["code"] == INVALID_REQUEST
+    assert reply["error"] == {"code": INVALID_PARAMS, "message": PARAMS_TOO_DEEP}
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@ and the portable Core one, forced on SQLite."""
 
 from __future__ import annotations
 
-import pg_support
 import pytest
+
+from tests import pg_support
 
 
 # On PostgreSQL both names pick the same (Core) implementation: run it once.

@@ -160,3 +160,38 @@ def test_a_session_read_is_quick_only_on_embedded_sqlite_through_the_driver(
     embedded = migrated_engine.dialect.name == "sqlite" and store_impl == "auto"
 
     assert repo.reads_quickly is embedded
+
+
+def test_past_the_cap_a_new_session_ends_the_principals_least_recently_used(
+    migrated_engine: Engine,
+) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL, max_per_principal=3)
+    for i in range(3):
+        repo.create(f"a{i}", record(expires=NOW + TTL + timedelta(minutes=i)), NOW)
+    assert repo.ask("a0", "s-1", "k", NOW + timedelta(minutes=5))
+    repo.create("b0", record("bob"), NOW)
+    repo.refresh("a0", NOW + timedelta(minutes=10))  # used again: now the most recent
+
+    repo.create("a3", record(expires=NOW + TTL + timedelta(minutes=3)), NOW)
+
+    alive = [h for h in ("a0", "a1", "a2", "a3") if repo.lookup(h, "alice", NOW)]
+    assert alive == ["a0", "a2", "a3"]
+    assert repo.lookup("b0", "bob", NOW) is not None  # another principal's are not counted
+    assert count(migrated_engine, "legacy_questions") == 1  # a0's question stays with it
+
+
+def test_a_sweep_deletes_expired_sessions_questions_and_cancellation_markers(
+    migrated_engine: Engine,
+) -> None:
+    repo = SqlLegacySessions(migrated_engine, TTL)
+    repo.create("live", record(expires=NOW + TTL), NOW)
+    for i in range(250):  # more than one pruning batch
+        repo.create(f"old{i}", record(f"p{i}", expires=NOW + timedelta(minutes=1)), NOW)
+    for i in range(30):  # cancellations of requests that never asked anything
+        repo.cancel("live", f"c{i}", NOW + timedelta(minutes=2))
+
+    swept = repo.sweep(NOW + timedelta(minutes=3))
+
+    assert swept == 250
+    assert count(migrated_engine, "legacy_sessions") == 1
+    assert count(migrated_engine, "legacy_questions") == 0

@@ -17,7 +17,7 @@ from notes_server.store.notes import NoteRecord
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 8, 1, 12, 0, 0, tzinfo=UTC)
-BEFORE = "0011"  # the revision before 0012
+BEFORE = "0013"  # the revision before 0014
 
 
 def index_rows(engine: Engine) -> tuple[list[Any], list[Any]]:

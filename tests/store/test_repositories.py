@@ -180,7 +180,8 @@ def test_the_portable_search_finds_every_word_newest_first_in_scope(seeded: Engi
     assert [h.note.path for h in every] == ["n4.md", "n2.md"]
     assert none == []
     assert [h.note.path for h in recent] == ["n4.md", "n2.md", "n1.md"]
-    assert live[0].snippet == "quarterly report number 4 with figures" and live[0].rank == 0.0
+    assert live[0].snippet == "**quarterly** report number 4 with **figures**"
+    assert live[0].rank == 0.0
 
 
 def test_only_the_sqlite_implementation_bypasses_core_for_the_hot_statements(

@@ -56,12 +56,14 @@ def test_postgresql_search_ranks_title_matches_above_body_matches(pg_engine: Eng
     assert hits[0].rank > hits[1].rank > 0
 
 
-def test_postgresql_search_matches_word_prefixes_and_needs_every_word(pg_engine: Engine) -> None:
+def test_postgresql_search_matches_word_prefixes_and_ranks_every_word_first(
+    pg_engine: Engine,
+) -> None:
     both, only_one = _insert(
         pg_engine, MINE, [("Plan", "apricot jam and cherries"), ("Other", "apricot only")]
     )
     assert {h.note.id for h in _found(pg_engine, "apri")} == {both, only_one}
-    assert [h.note.id for h in _found(pg_engine, "apri cherr")] == [both]
+    assert [h.note.id for h in _found(pg_engine, "apri cherr")] == [both, only_one]
     assert _found(pg_engine, "zzz") == []
 
 

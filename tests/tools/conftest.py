@@ -7,27 +7,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pg_support
 import pytest
-from confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
 from notes_server.config import Settings
 from notes_server.security.keyring import KeyRing
-
-
-@pytest.fixture(scope="session")
-def confirm_template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty SQLite file; each test copies it instead of migrating again."""
-    from notes_server.store import migrate
-    from notes_server.store.engine import make_engine
-
-    path = tmp_path_factory.mktemp("confirm-template") / "notes.db"
-    engine = make_engine(f"sqlite:///{path}")
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
-    return path
+from tests import pg_support
+from tests.tools.confirm_support import OTHER_WS, STATE_TTL, WS, Flow, ManualClock
 
 
 # On PostgreSQL both names pick the same (Core) implementation: run it once.
@@ -39,16 +24,15 @@ def store_impl(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def flow(tmp_path: Path, confirm_template_db: Path, store_impl: str | None) -> Iterator[Flow]:
+def flow(tmp_path: Path, sqlite_template: Path, store_impl: str | None) -> Iterator[Flow]:
     """alice has write access to WS and OTHER_WS; the database holds no notes yet."""
-    import pg_support
-
     from notes_server.store.engine import make_engine
+    from tests import pg_support
 
     if pg_support.on_postgresql():
         db_url = pg_support.database_url(tmp_path)
     else:
-        shutil.copyfile(confirm_template_db, tmp_path / "notes.db")
+        shutil.copyfile(sqlite_template, tmp_path / "notes.db")
         db_url = f"sqlite:///{tmp_path}/notes.db"
     settings = Settings(
         db_url=db_url,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from confirm_support import ARCHIVE, DELETE, Flow, accept, structured
+from tests.tools.confirm_support import ARCHIVE, DELETE, Flow, accept, structured
 
 
 def _ticking(flow: Flow) -> None:

@@ -9,7 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from confirm_support import (
+
+from notes_server.store import notes
+from notes_server.store.engine import write_tx
+from notes_server.store.notes import NoteRecord
+from tests.helpers import workspace_refusal
+from tests.tools.confirm_support import (
     ARCHIVE,
     BOTH_OR_NEITHER,
     CANCEL,
@@ -22,7 +27,6 @@ from confirm_support import (
     RESULT_META,
     STATE_ERROR,
     STATE_TTL,
-    WORKSPACE_ERROR,
     WS,
     Flow,
     Kind,
@@ -35,10 +39,6 @@ from confirm_support import (
     structured,
     tool_error,
 )
-
-from notes_server.store import notes
-from notes_server.store.engine import write_tx
-from notes_server.store.notes import NoteRecord
 
 TITLE = "TPS report"
 per_kind = pytest.mark.parametrize("kind", KINDS, ids=str)
@@ -282,7 +282,7 @@ def test_round_one_needs_write_access_to_the_workspace(
 
     reply = flow.call_tool(kind.tool, args(), principal="bob")
 
-    assert error_of(reply) == WORKSPACE_ERROR
+    assert workspace_refusal(error_of(reply))
     assert flow.untouched(1)
 
 
@@ -636,7 +636,7 @@ def test_replaying_a_committed_accept_after_the_grant_is_revoked_is_refused(
 
     reply = flow.answer(kind, TITLE, state, accept(note.id))
 
-    assert error_of(reply) == WORKSPACE_ERROR
+    assert workspace_refusal(error_of(reply))
     assert (flow.count("consumed_nonces"), flow.count("audit_log")) == (1, 1)
 
 
@@ -765,7 +765,7 @@ def test_a_revoked_grant_is_denied_and_the_same_state_works_after_regranting(
     flow.revoke("alice", WS)
 
     for answer in (accept(note.id), DECLINE):
-        assert error_of(flow.answer(kind, TITLE, state, answer)) == WORKSPACE_ERROR
+        assert workspace_refusal(error_of(flow.answer(kind, TITLE, state, answer)))
     assert flow.untouched(1)
     assert unchanged(flow, note)
 

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confirm_support import (
+
+from notes_server.store.notes import NoteRecord
+from tests.helpers import ServerProcess
+from tests.tools.confirm_support import (
     CANCEL,
     DECLINE,
     DELETE,
@@ -27,9 +30,6 @@ from confirm_support import (
     expected_form,
     note_uri,
 )
-from helpers import ServerProcess
-
-from notes_server.store.notes import NoteRecord
 
 TITLE = "TPS report"
 per_kind = pytest.mark.parametrize("kind", KINDS, ids=str)

@@ -10,7 +10,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from helpers import make_request
 from sqlalchemy import Engine
 
 from notes_server.app import create_app
@@ -18,6 +17,7 @@ from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
+from tests.helpers import make_request
 
 WS = "file:///home/alice/notes"
 FORM = {"elicitation": {"form": {}}}

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from confirm_support import (
+
+from tests.tools.confirm_support import (
     DELETE,
     STATE_ERROR,
     STATE_TTL,
@@ -28,7 +29,7 @@ DECLINE = {"sweep_ok": {"action": "decline"}}
 @pytest.fixture
 def sweep(flow: Flow) -> Flow:
     """The confirm harness's server with the test-only multi-round tool loaded as well."""
-    settings = replace(flow.settings, tools_modules=("multiround_tool",))
+    settings = replace(flow.settings, tools_modules=("tests.tools.multiround_tool",))
     return Flow(settings, flow.engine, flow.clock)
 
 

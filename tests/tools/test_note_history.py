@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from confirm_support import ARCHIVE, DELETE, Flow, accept
 from sqlalchemy import Engine, func, select
 
 from notes_server.cli import main
@@ -20,6 +19,7 @@ from notes_server.store.engine import read_tx
 from notes_server.store.models import revisions_table
 from notes_server.tools.schema import validate
 from notes_server.tools.services import Services
+from tests.tools.confirm_support import ARCHIVE, DELETE, Flow, accept
 
 Call = Callable[..., dict[str, Any]]
 WS = "file:///home/alice/notes"

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from sqlalchemy import Engine
 
 from notes_server.cli import main
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.store import folders
 from notes_server.store.engine import write_tx
 from notes_server.tools.services import utc_now
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 Grant = Callable[..., str]
@@ -102,7 +102,7 @@ def test_notes_import_needs_a_write_grant(
 
     reply = call_tool("notes_import", {"workspaceUri": NOTES})
 
-    assert reply["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(reply["error"])
 
 
 def test_a_client_cannot_name_a_folder(call_tool: Call, grant: Grant) -> None:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confirm_support import (
+
+from notes_server.security.keyring import KeyRing
+from tests.tools.confirm_support import (
     ARCHIVE,
     CANCEL,
     DECLINE,
@@ -27,8 +29,6 @@ from confirm_support import (
     error_of,
     structured,
 )
-
-from notes_server.security.keyring import KeyRing
 
 TITLE = "TPS report"
 B64URL = string.ascii_letters + string.digits + "-_"

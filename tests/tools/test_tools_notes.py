@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import parse_note_path
 from notes_server.tools.create import slug_path
 from notes_server.tools.schema import validate
 from notes_server.tools.services import Services
+from tests.helpers import workspace_refusal
 
 Call = Callable[..., dict[str, Any]]
 Grant = Callable[..., str]
@@ -74,7 +74,7 @@ def tool_error_text(reply: dict[str, Any]) -> str:
 
 def denied(reply: dict[str, Any]) -> None:
     assert "result" not in reply, reply
-    assert reply["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(reply["error"]), reply
 
 
 def create(
@@ -244,15 +244,18 @@ def test_search_hits_carry_a_highlighted_snippet(call_tool: Call, notes_ws: str)
     assert "**okapi**" in hit["snippet"]
 
 
-def test_search_matches_word_prefixes_and_requires_every_word(
+def test_search_matches_word_prefixes_and_ranks_notes_with_every_word_first(
     call_tool: Call, notes_ws: str
 ) -> None:
     both = created(call_tool, "Trip", "planning the budget for the trip")
-    created(call_tool, "Budget", "only money")
+    one = created(call_tool, "Budget", "only money")
+    created(call_tool, "Lunch", "soup")
 
-    hits = search(call_tool, query="plan budg")["notes"]
+    hits = search(call_tool, query="plan budg", mode="keyword")["notes"]
 
-    assert [h["id"] for h in hits] == [both["id"]]
+    assert [h["id"] for h in hits] == [both["id"], one["id"]]
+    assert [h["matchedBy"] for h in hits] == [["keyword"], ["keyword"]]
+    assert hits[0]["score"] > hits[1]["score"]
 
 
 def test_search_treats_query_syntax_as_plain_words(call_tool: Call, notes_ws: str) -> None:
@@ -529,7 +532,8 @@ REFUSED_WORKSPACES = [
     "file://host/home/alice/notes",
     "http://example.com/notes",
     "file:///home/alice/notes?x=1",
-    "file:///home/alice/notes/",
+    "file:///home/alice/notes//",
+    "file:///home/alice/notes/sub/",
     "not a uri at all",
 ]
 
@@ -601,3 +605,40 @@ def test_a_denied_write_changes_nothing(call_tool: Call, grant: Grant, notes_ws:
     denied(create(call_tool, "Sneaky", principal="carol"))
 
     assert search(call_tool)["notes"] == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["!!! ??? ...", "the of and to", "plan\x00budget", "🎉 plan 🎉", "预算", "' <-> :* & |"],
+    ids=["punctuation", "stop-words", "nul", "emoji", "cjk", "tsquery-syntax"],
+)
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
+def test_hostile_queries_answer_a_result_in_every_offered_mode(
+    call_tool: Call, notes_ws: str, services: Services, query: str, mode: str | None
+) -> None:
+    created(call_tool, "预算 plan", "the budget plan of the team")
+    arguments: dict[str, Any] = {"query": query}
+    if mode is not None:
+        arguments["mode"] = mode
+    reply = call_tool("notes_search", {"workspaceUri": NOTES, **arguments})
+    offered = services.semantic_available() or mode in (None, "keyword")
+    if offered:
+        hits = ok(reply)["notes"]
+        assert all(set(h["matchedBy"]) <= {"keyword", "semantic"} for h in hits)
+    else:
+        assert reply["error"]["code"] == -32602
+        assert "not offered" in reply["error"]["message"]
+
+
+def test_a_query_over_the_length_limit_is_invalid_params(call_tool: Call, notes_ws: str) -> None:
+    reply = call_tool("notes_search", {"workspaceUri": NOTES, "query": "x" * 10_000})
+    assert reply["error"]["code"] == -32602
+
+
+def test_search_hits_carry_section_score_and_signals(call_tool: Call, notes_ws: str) -> None:
+    created(call_tool, "Plan", "# Goals\n\nhire two engineers\n\n## Money\n\nthe budget is tight")
+    (hit,) = search(call_tool, query="budget tight", mode="keyword")["notes"]
+    assert hit["section"] == "Money"
+    assert hit["snippet"] == "the **budget** is **tight**"
+    assert hit["matchedBy"] == ["keyword"]
+    assert hit["score"] > 0

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
-from helpers import make_request, subprocess_env
 
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from tests.helpers import make_request, subprocess_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

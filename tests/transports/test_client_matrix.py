@@ -17,8 +17,6 @@ from typing import Any
 
 import anyio
 import pytest
-from http_support import start_http_server
-from matrix_cells import Target, inspector_cell, installed, python_cell, ts_cell
 from sqlalchemy import Engine
 
 from notes_server.legacy.translate import NEEDS_ELICITATION
@@ -29,6 +27,8 @@ from notes_server.store import grants
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import utc_now
+from tests.transports.http_support import start_http_server
+from tests.transports.matrix_cells import Target, inspector_cell, installed, python_cell, ts_cell
 
 pytest.importorskip("mcp.client.client")
 pytestmark = pytest.mark.skipif(

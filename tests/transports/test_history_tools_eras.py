@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -21,6 +20,7 @@ from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.stdio import serve_stdio
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 NOTES = "file:///home/alice/notes"
 BODY = "# Plan\nintro\n## Risks\nnone\n"

@@ -20,18 +20,18 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token, utc_now
 from notes_server.store import tokens
 from notes_server.store.engine import write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 ISSUER = "https://issuer.example"
 AUDIENCE = "https://notes.example/mcp"
@@ -65,7 +65,7 @@ def http_settings(jwks_file: Path) -> HttpSettings:
 def client(
     settings: Settings, services: Services, http_settings: HttpSettings
 ) -> Iterator[TestClient]:
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     app = create_http_app(settings, http_settings, Services(settings, engine=services.engine))
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:
         yield test_client
@@ -163,7 +163,7 @@ def test_a_token_of_another_principal_gets_the_fixed_workspace_denial(
 
     assert allowed.status_code == 200 and "result" in allowed.json()
     assert denied.status_code == 200
-    assert denied.json()["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(denied.json()["error"])
 
 
 def test_a_foreign_origin_is_refused_before_authentication(client: TestClient) -> None:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL
 from sqlalchemy import Engine
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,6 +23,7 @@ from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import build_authenticator, principal_of
 from notes_server.transports.http_endpoint import PublicRoute
 from notes_server.transports.http_responses import json_response
+from tests.transports.http_support import LOOPBACK_URL
 
 SECRET_PATH = "/srv/secret/extension.py"
 

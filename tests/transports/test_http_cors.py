@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL, rpc, start_http_server
 from sqlalchemy import Engine
 from starlette.routing import Route
 from starlette.testclient import TestClient
@@ -27,6 +26,7 @@ from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import build_authenticator
 from notes_server.transports.http_responses import json_response
+from tests.transports.http_support import LOOPBACK_URL, rpc, start_http_server
 
 APP = "https://app.example"
 ALLOW_HEADERS = (
@@ -67,7 +67,7 @@ def cors_headers(response: httpx.Response) -> dict[str, str]:
 def make_client(
     settings: Settings, services: Services, http: HttpSettings, **kw: object
 ) -> TestClient:
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     services = Services(settings, engine=services.engine)
     server = create_app(settings, services)
     auth = build_authenticator(settings, http, services)

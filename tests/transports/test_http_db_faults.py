@@ -18,8 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from db_faults import fill, read_only, small_disk, write_garbage
-from http_support import LOOPBACK_URL, rpc
 from starlette.testclient import TestClient
 
 from notes_server.app import create_app, create_http_app
@@ -31,6 +29,8 @@ from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.http import build_http_app
+from tests.db_faults import fill, read_only, small_disk, write_garbage
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 NOTES = "file:///home/alice/notes"
 INTERNAL_ERROR = -32603

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from demo_extension import DEMO_ID, demo_extension
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -19,6 +17,8 @@ from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
+from tests.demo_extension import DEMO_ID, demo_extension
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from helpers import make_request
-from http_support import mcp_headers
 from sqlalchemy import Engine
 
 from notes_server.app import create_http_app
@@ -28,6 +26,8 @@ from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_fastpath import McpPostFastPath
 from notes_server.transports.http_limits import BodyTooLarge, BodyTooSlow, BoundedBody
+from tests.helpers import make_request
+from tests.transports.http_support import mcp_headers
 
 Message = dict[str, Any]
 Outcome = tuple[int, list[tuple[bytes, bytes]], bytes]
@@ -151,6 +151,7 @@ def cases(token: str) -> dict[str, tuple[bytes, dict[str, str]]]:
             with_token({**request("nope/nope")[1]}, token),
         ),
         "malformed JSON: -32700": (b'{"jsonrpc": "2.0",', authed),
+        "params too deep for the parser: -32602 with the id": (deep_params(), authed),
         "legacy initialize: replayed": (
             legacy,
             {**authed, "Mcp-Method": "initialize", "MCP-Protocol-Version": "2025-11-25"},
@@ -161,6 +162,11 @@ def cases(token: str) -> dict[str, tuple[bytes, dict[str, str]]]:
             {**authed, "Mcp-Method": "tools/list", "Mcp-Session-Id": "nope"},
         ),
     }
+
+
+def deep_params(levels: int = 5_000) -> bytes:
+    deep = b"[" * levels + b"]" * levels
+    return b'{"jsonrpc":"2.0","id":84619,"method":"tools/list","params":{"x":' + deep + b"}}"
 
 
 CASE_IDS = list(cases("t"))
@@ -237,6 +243,7 @@ def session_cases(token: str, session: str) -> dict[str, tuple[bytes, dict[str, 
         ),
         "declared too large: 413": (message("tools/list"), {**authed, "Content-Length": "9" * 10}),
         "malformed JSON: -32700": (b'{"jsonrpc": "2.0",', authed),
+        "params too deep for the parser: -32602 with the id": (deep_params(), authed),
         "a modern request in a session: the stateless pipeline": (
             read_note()[0],
             {

@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pg_support
-from http_support import LOOPBACK_URL
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -17,6 +15,8 @@ from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.tools.services import Services
+from tests import pg_support
+from tests.transports.http_support import LOOPBACK_URL
 
 
 def client_for(settings: Settings, services: Services | None = None) -> TestClient:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 from starlette.datastructures import Headers
 from starlette.testclient import TestClient
 
@@ -20,6 +19,7 @@ from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.transports.http_guard import OriginHostGuard
 from notes_server.transports.http_protocol import HEADER_TIMEOUT_S, MAX_HEAD_BYTES
+from tests.transports.http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 
 HOST_REFUSED = "Forbidden: Host not allowed"
 ORIGIN_REFUSED = "Forbidden: Origin not allowed"
@@ -259,12 +259,53 @@ def test_a_prompt_client_is_served_request_after_request_on_one_connection(
     assert statuses == [b"HTTP/1.1 200 OK"] * 3
 
 
-def test_a_request_head_past_the_size_bound_gets_400_and_is_closed(live: HttpServer) -> None:
+def read_until_closed(sock: socket.socket) -> bytes:
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    return reply
+
+
+def test_an_incomplete_request_head_past_the_size_bound_gets_431_and_is_closed(
+    live: HttpServer,
+) -> None:
     head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES + 1024)
     with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
         sock.sendall(head)  # never finished: the bound applies while the head is incomplete
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
+        reply = read_until_closed(sock)
 
-    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert b"connection: close\r\n" in reply
+
+
+@pytest.mark.parametrize("size", [17_000, 40_000, 100_000])
+def test_a_whole_request_head_past_the_size_bound_in_one_write_gets_431_unserved(
+    live: HttpServer, size: int
+) -> None:
+    body, headers = rpc("server/discover")
+    headers.update({"Host": f"127.0.0.1:{live.port}", "Content-Length": str(len(body))})
+    headers["X-Big"] = "a" * size
+    request = b"POST /mcp HTTP/1.1\r\n"
+    request += b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.items()) + b"\r\n" + body
+    with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
+        sock.sendall(request)  # one write: the head is complete in the server's first read
+        reply = read_until_closed(sock)
+
+    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert reply.count(b"HTTP/1.1 ") == 1 and b"jsonrpc" not in reply  # never dispatched
+
+
+def test_a_head_just_under_the_size_bound_with_a_large_body_in_the_same_write_is_served(
+    live: HttpServer,
+) -> None:
+    body, headers = rpc("server/discover")
+    padded = body + b" " * (3 * MAX_HEAD_BYTES)  # JSON whitespace: the same request
+    headers.update({"Host": f"127.0.0.1:{live.port}", "Content-Length": str(len(padded))})
+    headers["X-Pad"] = "a" * (MAX_HEAD_BYTES - 1024)
+    request = b"POST /mcp HTTP/1.1\r\n"
+    request += b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.items()) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
+        sock.sendall(request + padded)
+        status = read_response(sock)
+
+    assert status == b"HTTP/1.1 200 OK"

@@ -17,13 +17,11 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
@@ -32,6 +30,8 @@ from notes_server.transports.http_server import (
     prepare,
     startup_problem,
 )
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 ISSUER = "https://idp.example"
 AUDIENCE = "https://notes.example/mcp"
@@ -69,7 +69,7 @@ def public_jwk(key: Key, **members: str) -> dict[str, Any]:
 @pytest.fixture
 def make_client(tmp_path: Path, settings: Settings, services: Services) -> Iterator[MakeClient]:
     """make_client(*jwks entries, client_ids=()) -> a TestClient accepting JWTs from ISSUER."""
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     clients: list[TestClient] = []
 
     def _make(*entries: dict[str, Any], client_ids: tuple[str, ...] = ()) -> TestClient:
@@ -137,7 +137,8 @@ def test_a_jwt_subject_does_not_get_the_grants_of_the_local_principal_of_that_na
 
     denied = search(client, mint(rsa_a, headers={"kid": "k1"}, sub="alice"), LOCAL_WS)
 
-    assert denied["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+    assert workspace_refusal(denied["error"])
+    assert denied["error"]["data"] == {"usableWorkspaces": []}  # not the local alice's
 
 
 def test_a_jwt_user_gets_exactly_the_grants_of_its_issuer_qualified_principal(
@@ -154,9 +155,9 @@ def test_a_jwt_user_gets_exactly_the_grants_of_its_issuer_qualified_principal(
 
     assert principal_of(whoami(client, token)) == "https://idp.example|alice"
     assert "result" in search(client, token, IDP_WS)
-    assert search(client, token, LOCAL_WS)["error"]["message"] == WORKSPACE_DENIED
+    assert search(client, token, LOCAL_WS)["error"]["data"] == {"usableWorkspaces": [IDP_WS]}
     assert "result" in search(client, local_secret, LOCAL_WS)
-    assert search(client, local_secret, IDP_WS)["error"]["message"] == WORKSPACE_DENIED
+    assert search(client, local_secret, IDP_WS)["error"]["data"] == {"usableWorkspaces": [LOCAL_WS]}
 
 
 def test_a_stored_token_whose_principal_has_the_separator_is_refused(

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from http_support import LOOPBACK_URL, rpc
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -18,6 +17,7 @@ from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import build_authenticator
+from tests.transports.http_support import LOOPBACK_URL, rpc
 
 NOTES = "file:///home/alice/notes"
 

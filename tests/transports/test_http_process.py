@@ -14,8 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import subprocess_env
-from http_support import LOOPBACK_URL, HttpServer, SlowTool, rpc, serve_command, start_http_server
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -33,6 +31,15 @@ from notes_server.transports.http_server import (
     StartupError,
     prepare,
     startup_problem,
+)
+from tests.helpers import subprocess_env
+from tests.transports.http_support import (
+    LOOPBACK_URL,
+    HttpServer,
+    SlowTool,
+    rpc,
+    serve_command,
+    start_http_server,
 )
 
 WS = "file:///home/alice/notes"
@@ -216,7 +223,7 @@ def test_workers_rebuild_the_parent_settings_from_the_environment(
 def test_a_stuck_handler_is_answered_with_503_when_the_request_times_out(
     settings: Settings, services: Services
 ) -> None:
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     app = create_http_app(
         settings,
         HttpSettings(auth="none", request_timeout=0.2),

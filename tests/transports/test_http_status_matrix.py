@@ -13,14 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import make_request
-from http_support import (
-    BASE_HEADERS,
-    LOOPBACK_URL,
-    HttpServer,
-    mcp_headers,
-    start_http_server,
-)
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
@@ -29,6 +21,14 @@ from notes_server.errors import WORKSPACE_DENIED
 from notes_server.security.keyring import KeyRing
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
+from tests.helpers import make_request
+from tests.transports.http_support import (
+    BASE_HEADERS,
+    LOOPBACK_URL,
+    HttpServer,
+    mcp_headers,
+    start_http_server,
+)
 
 Headers = list[tuple[str, str | bytes]]
 FORM = {"elicitation": {"form": {}}}
@@ -77,6 +77,10 @@ def _no_session(response: httpx.Response) -> None:
 
 def _allow_post_and_delete(response: httpx.Response) -> None:
     assert sorted(response.headers["allow"].split(", ")) == ["DELETE", "POST"]
+
+
+def _allow_post(response: httpx.Response) -> None:
+    assert response.headers["allow"] == "POST"
 
 
 def _data(expected: dict[str, Any]) -> Callable[[httpx.Response], None]:
@@ -215,10 +219,37 @@ CASES = [
         set={"Mcp-Session-Id": "abc"},
         check=_no_session,
     ),
-    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session, so
-    # without a session id it is a bad request (it was 405 before legacy HTTP sessions).
-    case("get-is-not-allowed", DISCOVER, 405, None, method="GET", check=_allow_post_and_delete),
-    case("delete-without-a-session-is-refused", DISCOVER, 400, -32600, method="DELETE"),
+    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session; a
+    # 2026-07-28 client has none, so its GET and DELETE are 405 naming POST only, and a bare
+    # DELETE (no version header) without a session id is a bad request.
+    case("modern-get-is-not-allowed", DISCOVER, 405, -32600, method="GET", check=_allow_post),
+    case(
+        "bare-get-is-not-allowed",
+        DISCOVER,
+        405,
+        -32600,
+        method="GET",
+        drop=["MCP-Protocol-Version"],
+        check=_allow_post_and_delete,
+    ),
+    case("modern-delete-is-not-allowed", DISCOVER, 405, -32600, method="DELETE", check=_allow_post),
+    case(
+        "modern-delete-with-a-session-id-is-not-allowed",
+        DISCOVER,
+        405,
+        -32600,
+        method="DELETE",
+        set={"Mcp-Session-Id": "abc"},
+        check=_allow_post,
+    ),
+    case(
+        "bare-delete-without-a-session-is-refused",
+        DISCOVER,
+        400,
+        -32600,
+        method="DELETE",
+        drop=["MCP-Protocol-Version"],
+    ),
     case("wrong-content-type", DISCOVER, 415, -32600, set={"Content-Type": "text/plain"}),
     case("accept-without-event-stream", DISCOVER, 406, -32600, set={"Accept": "application/json"}),
     Case(
@@ -260,7 +291,7 @@ def client(request: pytest.FixtureRequest, database: tuple[Path, str]) -> Iterat
         db_url=database[1],
         principal="alice",
         state_keys=KeyRing.generate_spec(),
-        tools_modules=("http_support",),
+        tools_modules=("tests.transports.http_support",),
     )
     app = create_http_app(settings, HttpSettings(auth="none"))
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:
@@ -291,3 +322,105 @@ def test_status_and_code(client: httpx.Client, case: Case) -> None:
         assert body["error"]["code"] == case.code
         assert body["id"] == expected_id(case)
     case.check(response)
+
+
+PARAMS_TOO_DEEP = {"code": -32602, "message": "Invalid params: params nest deeper than 64 levels"}
+LEGACY_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
+}
+
+
+def deep_request(levels: int, *, modern: bool) -> bytes:
+    params = make_request("tools/list")["params"] if modern else {}
+    message = {"jsonrpc": "2.0", "id": 84619, "method": "tools/list", "params": params}
+    head = json.dumps(message).encode()[:-2]  # without the closing braces of params and message
+    head += b"," if params else b""
+    return head + b'"x":' + b"[" * levels + b"]" * levels + b"}}"
+
+
+@pytest.mark.parametrize("levels", [100, 5_000])
+def test_params_nested_too_deep_are_400_with_the_requests_id(
+    client: httpx.Client, levels: int
+) -> None:
+    headers = mcp_headers(make_request("tools/list"))
+
+    response = client.post("/mcp", content=deep_request(levels, modern=True), headers=headers)
+
+    assert response.status_code == 400
+    assert response.json() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
+
+
+@pytest.mark.parametrize("levels", [100, 5_000])
+def test_params_nested_too_deep_in_a_legacy_session_are_answered_with_the_id(
+    client: httpx.Client, levels: int
+) -> None:
+    opened = client.post("/mcp", json=LEGACY_INITIALIZE, headers=BASE_HEADERS)
+    session = {**BASE_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+
+    response = client.post("/mcp", content=deep_request(levels, modern=False), headers=session)
+
+    assert response.status_code == 400
+    assert response.json() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
+
+
+def session_rows(url: str) -> list[tuple[str, str | None]]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            query = "SELECT capabilities_json, client_info_json FROM legacy_sessions"
+            return [(row[0], row[1]) for row in conn.exec_driver_sql(query)]
+    finally:
+        engine.dispose()
+
+
+def test_a_legacy_initialize_keeps_only_what_the_server_uses(
+    client: httpx.Client, database: tuple[Path, str]
+) -> None:
+    bulk = "x" * (1024 * 1024)  # three of them: 3 MiB, under the 4 MiB body limit
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"experimental": {"b": bulk}, "elicitation": {"form": {"b": bulk}}},
+        "clientInfo": {"name": "big", "version": "1", "icons": [{"src": bulk}]},
+    }
+    message = {"jsonrpc": "2.0", "id": "big", "method": "initialize", "params": params}
+
+    opened = client.post("/mcp", json=message, headers=BASE_HEADERS)
+
+    assert opened.status_code == 200
+    kept = [row for row in session_rows(database[1]) if row[1] and '"big"' in row[1]]
+    # (one row per client of this module: the in-process app and the real server share it)
+    assert set(kept) == {('{"elicitation": {"form": {}}}', '{"name": "big", "version": "1"}')}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            {"capabilities": {"extensions": {"x.example/e": {"b": "x" * 10_000}}}},
+            "Invalid params: initialize capabilities.extensions take more than 8192 bytes",
+        ),
+        (
+            {"capabilities": {}, "clientInfo": {"name": "n" * 300, "version": "1"}},
+            "Invalid params: initialize clientInfo.name is longer than 256 characters",
+        ),
+    ],
+    ids=["extensions", "client-name"],
+)
+def test_an_oversized_legacy_initialize_is_400_invalid_params_and_opens_no_session(
+    client: httpx.Client, params: dict[str, Any], message: str
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 3, "method": "initialize"}
+    body["params"] = {"protocolVersion": "2025-11-25", **params}
+
+    refused = client.post("/mcp", json=body, headers=BASE_HEADERS)
+
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32602, "message": message},
+    }
+    assert "mcp-session-id" not in refused.headers

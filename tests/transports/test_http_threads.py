@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL, BlockingTool, rpc
 from starlette.testclient import TestClient
 
 from notes_server.app import create_app
@@ -20,6 +19,7 @@ from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
 from notes_server.transports.http_auth import FixedPrincipal
 from notes_server.transports.http_threads import THREAD_NAME_PREFIX
+from tests.transports.http_support import LOOPBACK_URL, BlockingTool, rpc
 
 BOUND = 2
 TIMEOUT_S = 2.0
@@ -30,7 +30,7 @@ READ_ARGS = {"workspaceUri": "file:///home/alice/notes", "noteId": "note_0000000
 @pytest.fixture
 def client(settings: Settings, services: Services) -> Iterator[TestClient]:
     BlockingTool.reset()
-    settings = dataclasses.replace(settings, tools_modules=("http_support",))
+    settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     server = create_app(settings, Services(settings, engine=services.engine))
     http = HttpSettings(auth="none", request_timeout=TIMEOUT_S)
     app = build_http_app(server, FixedPrincipal("alice"), http, threads=BOUND)

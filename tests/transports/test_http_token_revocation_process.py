@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import httpx
-from helpers import subprocess_env
-from http_support import rpc, start_http_server
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.helpers import subprocess_env
+from tests.transports.http_support import rpc, start_http_server
 
 
 def whoami_status(url: str, token: str) -> int:

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HttpServer, LegacyHttpHost, server_instances
 from sqlalchemy import Engine
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
 NOTES = "file:///home/alice/notes"
 TITLE = "TPS report"

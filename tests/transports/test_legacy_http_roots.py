@@ -16,18 +16,17 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HttpServer, LegacyHttpHost, server_instances
 from sqlalchemy import Engine
 
-from notes_server.errors import WORKSPACE_DENIED
 from notes_server.legacy.roots import ROOTS_WAIT_S
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.helpers import workspace_refusal
+from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
 NOTES = "file:///home/alice/notes"
 SHARED = "file:///srv/shared"
-DENIED = {"code": -32602, "message": WORKSPACE_DENIED}
 Pair = tuple[HttpServer, HttpServer, str]
 
 
@@ -115,7 +114,7 @@ def test_roots_asked_on_one_instance_narrow_the_session_on_both(pair: Pair, host
     allowed_elsewhere = host.create(second, NOTES, "notes")
 
     assert note_uri(final).startswith(NOTES + "/")
-    assert denied_elsewhere["error"] == DENIED
+    assert workspace_refusal(denied_elsewhere["error"])
     assert note_uri(allowed_elsewhere).startswith(NOTES + "/")
 
 
@@ -128,7 +127,7 @@ def test_roots_disjoint_from_the_grants_open_nothing(pair: Pair, host: Host) -> 
     named = host.create(second, NOTES, "named")
 
     assert final["result"]["resources"] == []
-    assert named["error"] == DENIED
+    assert workspace_refusal(named["error"])
 
 
 def test_a_root_equal_to_a_grant_and_a_change_mid_session(pair: Pair, host: Host) -> None:
@@ -136,14 +135,14 @@ def test_a_root_equal_to_a_grant_and_a_change_mid_session(pair: Pair, host: Host
     host.initialize(first)
     final = host.roots_then(first, second, create_call(host, SHARED, "one"), SHARED)
     assert note_uri(final).startswith(SHARED + "/")
-    assert host.create(first, NOTES, "two")["error"] == DENIED
+    assert workspace_refusal(host.create(first, NOTES, "two")["error"])
 
     changed = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
     assert host.post(second, changed).status_code == 202
     final = host.roots_then(first, second, create_call(host, NOTES, "three"), NOTES)
 
     assert note_uri(final).startswith(NOTES + "/")
-    assert host.create(second, SHARED, "four")["error"] == DENIED
+    assert workspace_refusal(host.create(second, SHARED, "four")["error"])
 
 
 def test_a_client_without_roots_is_never_asked_and_not_narrowed(pair: Pair) -> None:
@@ -194,6 +193,6 @@ def test_an_unanswered_roots_list_leaves_nothing_usable_after_the_configured_wai
     methods = [event.get("method") for event in received]
     assert methods == ["roots/list", "notifications/cancelled", None]
     assert received[1]["params"]["requestId"] == received[0]["id"]  # the question withdrawn
-    assert received[2]["id"] == call["id"] and received[2]["error"] == DENIED
+    assert workspace_refusal(received[2]["id"] == call["id"] and received[2]["error"])
     assert 0.5 <= waited < ROOTS_WAIT_S  # the default would have held it for 30 s
-    assert later["error"] == DENIED
+    assert workspace_refusal(later["error"])

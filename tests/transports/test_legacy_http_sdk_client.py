@@ -11,11 +11,11 @@ from typing import Any
 
 import anyio
 import pytest
-from http_support import start_http_server
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.transports.http_support import start_http_server
 
 NOTES = "file:///home/alice/notes"
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import LOOPBACK_URL
 from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
@@ -26,6 +25,7 @@ from notes_server.security.tokens import create_token
 from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
+from tests.transports.http_support import LOOPBACK_URL
 
 NOTES = "file:///home/alice/notes"
 BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -101,7 +101,9 @@ def workers(
     """Two apps (as two worker processes would build them) on one database."""
     grant("alice", NOTES)
     # A short confirmation lifetime bounds how long a stream may wait for an answer here.
-    settings = dataclasses.replace(settings, tools_modules=("http_support",), state_ttl=5.0)
+    settings = dataclasses.replace(
+        settings, tools_modules=("tests.transports.http_support",), state_ttl=5.0
+    )
     clients = []
     for _ in range(2):
         services = Services(settings, engine=migrated_engine, clock=clock)
@@ -401,3 +403,53 @@ def test_on_embedded_sqlite_quick_requests_in_a_session_skip_the_worker_threads(
         "notes_read": not embedded,
         "notes_search": True,
     }
+
+
+def test_expired_sessions_and_cancellations_are_swept_on_a_timer_without_new_sessions(
+    settings: Settings,
+    migrated_engine: Engine,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from notes_server.legacy import http_sessions
+
+    swept = threading.Event()
+    real_sweep = SqlLegacySessions.sweep
+
+    def observed(self: SqlLegacySessions, now: datetime) -> int:
+        count = real_sweep(self, now)
+        swept.set()
+        return count
+
+    monkeypatch.setattr(http_sessions, "SWEEP_EVERY_S", 0.05)
+    monkeypatch.setattr(SqlLegacySessions, "sweep", observed)
+    repo = SqlLegacySessions(migrated_engine, timedelta(hours=24))
+    old = clock.now - timedelta(days=2)
+    repo.create("old", http_sessions.SessionRecord("alice", "2025-11-25", "{}", None, old), old)
+    for i in range(20):
+        repo.cancel("old", f"never-asked-{i}", old + timedelta(minutes=1))
+    services = Services(settings, engine=migrated_engine, clock=clock)
+
+    with TestClient(create_http_app(settings, HttpSettings(), services), base_url=LOOPBACK_URL):
+        assert swept.wait(timeout=30)  # no request at all: the timer alone
+
+    with migrated_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM legacy_sessions")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM legacy_questions")).scalar() == 0
+
+
+def test_past_the_per_principal_cap_the_least_recently_used_session_ends(
+    workers: tuple[TestClient, TestClient], tokens: dict[str, str], clock: Clock
+) -> None:
+    from notes_server.store.sessions import MAX_SESSIONS_PER_PRINCIPAL
+
+    hosts = [Host(workers[i % 2], tokens["alice"]) for i in range(MAX_SESSIONS_PER_PRINCIPAL + 1)]
+    for host in hosts:
+        clock.now += timedelta(seconds=1)  # each session opened (and so used) later
+        assert host.initialize().status_code == 200
+
+    evicted = hosts[0].send("tools/list")
+    kept = hosts[1].send("tools/list")
+
+    assert evicted.status_code == 404
+    assert kept.status_code == 200

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import HttpServer, start_http_server
 from sqlalchemy import Engine
 
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
+from tests.transports.http_support import HttpServer, start_http_server
 
 HERE = Path(__file__).resolve().parent
 SDK = HERE.parent.parent / ".clients" / "node_modules" / "@modelcontextprotocol" / "sdk"

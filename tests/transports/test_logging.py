@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ServerProcess, make_request
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from notes_server.app import create_app, create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.services import Services
+from tests.helpers import ServerProcess, make_request
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
-FIXTURES = "conformance.fixture_tools"
+FIXTURES = "tests.conformance.fixture_tools"
 LOG_TOOL = "test_tool_with_logging"
 LEVEL = "io.modelcontextprotocol/logLevel"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

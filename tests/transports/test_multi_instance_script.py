@@ -10,9 +10,10 @@ import re
 import subprocess
 from pathlib import Path
 
-import pg_support
 import pytest
-from matrix_cells import installed
+
+from tests import pg_support
+from tests.transports.matrix_cells import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "multi-instance"

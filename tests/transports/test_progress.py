@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from helpers import ServerProcess, make_request
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -26,10 +25,11 @@ from notes_server.store.engine import write_tx
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services, utc_now
+from tests.helpers import ServerProcess, make_request
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
-FIXTURES = "conformance.fixture_tools"
+FIXTURES = "tests.conformance.fixture_tools"
 NOTES = "file:///home/alice/notes"
 PROGRESS_TOOL = "test_tool_with_progress"
 EXPECTED = [(0, 100), (50, 100), (100, 100)]

@@ -7,8 +7,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from helpers import ServerProcess, make_request
-from http_support import rpc
 from starlette.testclient import TestClient
 
 from notes_server.app import create_app, create_http_app
@@ -16,6 +14,8 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.extensions.base import Extension
 from notes_server.tools.read import ReadNote
 from notes_server.tools.services import Services
+from tests.helpers import ServerProcess, make_request
+from tests.transports.http_support import rpc
 
 NOTES = "file:///home/alice/notes"
 SUMMARIZE = {"workspaceUri": NOTES, "path": "plan.md"}

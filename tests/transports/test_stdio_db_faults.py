@@ -11,13 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from db_faults import fill, read_only, small_disk
-from helpers import ServerProcess
-
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, migrate
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.tools.services import utc_now
+from tests.db_faults import fill, read_only, small_disk
+from tests.helpers import ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 NOTES = "file:///home/alice/notes"

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ServerProcess, default_db_url, make_request
-from helpers import spawn_server as start_server
 from sqlalchemy import Engine
 
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.store.migrate import HEAD, sqlite_revision
 from notes_server.transports.stdio import MAX_LINE_BYTES
+from tests.helpers import ServerProcess, default_db_url, make_request
+from tests.helpers import spawn_server as start_server
 
 Spawn = Callable[..., ServerProcess]
 Grant = Callable[..., str]

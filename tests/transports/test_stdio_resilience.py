@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ServerProcess, make_request
 from sqlalchemy import Engine
 
 from notes_server.protocol.dispatch import McpServer
 from notes_server.transports.stdio import Frame, LineReader, LineWriter, serve_stdio
+from tests.helpers import ServerProcess, make_request
 
 Spawn = Callable[..., ServerProcess]
 HERE = Path(__file__).resolve().parent
 DEPTH = 600
 TOO_DEEP = {"code": -32600, "message": "Invalid Request: message nests deeper than 64 levels"}
+PARAMS_TOO_DEEP = {"code": -32602, "message": "Invalid params: params nest deeper than 64 levels"}
 INTERNAL = {"code": -32603, "message": "Internal error"}
 
 
@@ -51,7 +52,7 @@ def test_a_deep_legacy_initialize_is_refused_and_the_connection_keeps_serving(
     served: ServerProcess,
 ) -> None:
     served.send(legacy_initialize(1, {"experimental": nested(DEPTH)}))
-    assert served.read() == {"jsonrpc": "2.0", "id": 1, "error": TOO_DEEP}
+    assert served.read() == {"jsonrpc": "2.0", "id": 1, "error": PARAMS_TOO_DEEP}
 
     served.send(legacy_initialize(2, {}))
     assert served.read()["result"]["protocolVersion"] == "2025-11-25"
@@ -64,10 +65,36 @@ def test_a_deep_modern_request_is_refused_and_the_connection_keeps_serving(
     served: ServerProcess,
 ) -> None:
     served.send(make_request("server/discover", {"deep": nested(DEPTH)}, id="deep"))
-    assert served.read() == {"jsonrpc": "2.0", "id": "deep", "error": TOO_DEEP}
+    assert served.read() == {"jsonrpc": "2.0", "id": "deep", "error": PARAMS_TOO_DEEP}
 
     assert served.request("server/discover", id="next")["result"]["resultType"] == "complete"
     assert served.close() == 0
+
+
+@pytest.mark.parametrize("levels", [2_000, 100_000])
+def test_params_beyond_the_parser_limit_are_refused_with_the_id_over_stdio(
+    served: ServerProcess, levels: int
+) -> None:
+    deep = b"[" * levels + b"]" * levels
+    served.send_raw(b'{"jsonrpc":"2.0","id":84619,"method":"tools/list","params":{"x":' + deep)
+    served.send_raw(b"}}\n")
+    assert served.read() == {"jsonrpc": "2.0", "id": 84619, "error": PARAMS_TOO_DEEP}
+
+    assert served.request("server/discover", id="next")["id"] == "next"
+
+
+def test_a_legacy_request_too_deep_for_the_parser_is_refused_with_its_id(
+    served: ServerProcess,
+) -> None:
+    served.send(legacy_initialize(1, {}))
+    assert served.read()["result"]["protocolVersion"] == "2025-11-25"
+    deep = b"[" * 5_000 + b"]" * 5_000
+    served.send_raw(b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":')
+    served.send_raw(b'{"q":' + deep + b'}},"id":12}\n')
+    assert served.read() == {"jsonrpc": "2.0", "id": 12, "error": PARAMS_TOO_DEEP}
+
+    served.send({"jsonrpc": "2.0", "id": 13, "method": "tools/list"})
+    assert served.read()["id"] == 13
 
 
 def test_nesting_beyond_the_parser_limit_is_refused_and_the_connection_keeps_serving(

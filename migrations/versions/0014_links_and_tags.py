@@ -1,8 +1,8 @@
 """Links and tags of every note, indexed from its body and front matter (issue 22).
 
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-01
 """
 
@@ -13,8 +13,8 @@ import unicodedata
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

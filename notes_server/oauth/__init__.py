@@ -1,0 +1,1 @@
+"""The built-in OAuth 2.1 authorization server (`serve --transport http --auth oauth`)."""

@@ -1,0 +1,188 @@
+"""Ranking keyword candidates, and the passage (snippet and section) a hit shows.
+
+The backends only say, for each note of the scope that holds at least one content term, which
+terms it holds (anywhere, and in the title) and whether it holds the exact phrase; the ranking
+is computed here, the same on both, from statistics of the scope alone (how many notes of the
+scope there are and how many hold each term). Nothing outside the caller's scope can change a
+score or an order.
+
+Order: the exact phrase first, then more content terms matched, then more stop words
+matched, then the BM25 weight of the matched terms (inverse document frequency within the
+scope, a title match counting twice; term frequency is not used, i.e. BM25 with k1 = 0), then
+the oldest note. The score is one number with that order: tier + weight / (1 + weight), the
+tier an integer and the second part below 1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from notes_server.store.search_terms import Query, fold
+
+STOP_WEIGHT = 0.1
+TITLE_WEIGHT = 1.0
+
+
+class Candidate(NamedTuple):
+    seq: int
+    # One flag per term of the query, in order: the note holds it (title or body); the title
+    # holds it.
+    held: tuple[bool, ...]
+    in_title: tuple[bool, ...]
+    phrase: bool
+
+
+class Ranked(NamedTuple):
+    seq: int
+    score: float
+
+
+def rank(query: Query, candidates: Sequence[Candidate], total: int) -> list[Ranked]:
+    """Every candidate, best first (ties by seq): `total` is the number of notes in scope."""
+    count = len(query.terms)
+    held_by = [0] * count
+    for cand in candidates:
+        for i, flag in enumerate(cand.held):
+            held_by[i] += flag
+    total = max(total, len(candidates))
+    weights = []
+    for i, term in enumerate(query.terms):
+        df = held_by[i]
+        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+        weights.append(idf * (STOP_WEIGHT if term.stop else 1.0))
+    content = set(query.content)
+    ranked = []
+    for cand in candidates:
+        matched_content = sum(1 for i in content if cand.held[i])
+        if not matched_content:
+            continue
+        matched_other = sum(1 for i in range(count) if i not in content and cand.held[i])
+        weight = sum(
+            weights[i] * (1.0 + TITLE_WEIGHT * cand.in_title[i])
+            for i in range(count)
+            if cand.held[i]
+        )
+        tier = 1000 * cand.phrase + 20 * matched_content + matched_other
+        ranked.append(Ranked(cand.seq, round(tier + weight / (1.0 + weight), 9)))
+    ranked.sort(key=lambda r: (-r.score, r.seq))
+    return ranked
+
+
+def complete(query: Query, ranked: Ranked) -> bool:
+    """Whether the note holds the exact phrase or every content term (the top tiers)."""
+    return ranked.score >= 1000 or int(ranked.score % 1000) // 20 >= len(query.content)
+
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_TOKEN = re.compile(r"[^\W_]+|\S", re.UNICODE)
+SNIPPET_WORDS = 24
+SNIPPET_CHARS = 200
+
+
+class Passage(NamedTuple):
+    section: str | None
+    text: str
+
+
+def passages(body: str, max_chars: int = 1200) -> list[Passage]:
+    """The body cut by heading and blank line, each passage at most `max_chars` (a longer
+    paragraph is cut at word boundaries), each with the nearest heading above it."""
+    found: list[Passage] = []
+    section: str | None = None
+    para: list[str] = []
+
+    def flush() -> None:
+        text = " ".join(" ".join(para).split())
+        para.clear()
+        while text:
+            if len(text) <= max_chars:
+                found.append(Passage(section, text))
+                break
+            cut = text.rfind(" ", 0, max_chars)
+            cut = cut if cut > max_chars // 2 else max_chars
+            found.append(Passage(section, text[:cut]))
+            text = text[cut:].lstrip()
+
+    for line in body.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            section = heading.group(2).strip()[:200]
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line)
+    flush()
+    return found
+
+
+def _marks(text: str, query: Query) -> list[tuple[int, int]]:
+    """Spans of `text` that match a term: word-prefix matches (folded) and substrings."""
+    spans: list[tuple[int, int]] = []
+    prefixes = [fold(t.text) for t in query.terms if not t.substring]
+    subs = [t.text for t in query.terms if t.substring]
+    if prefixes:
+        for m in _TOKEN.finditer(text):
+            folded = fold(m.group())
+            if any(folded.startswith(p) for p in prefixes):
+                spans.append((m.start(), m.end()))
+    for sub in subs:
+        start = text.find(sub)
+        while start >= 0:
+            spans.append((start, start + len(sub)))
+            start = text.find(sub, start + 1)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(body: str, query: Query | None) -> tuple[str, str | None]:
+    """(snippet, section): the passage of the body that holds the most terms (a quick
+    case-folded substring count picks it), cut around its first match, the matches marked
+    `**`; without a query or a match, the start."""
+    parts = passages(body) or [Passage(None, "")]
+    best = parts[0]
+    if query is not None:
+        needles = {t.text for t in query.terms} | {fold(t.text) for t in query.terms}
+        best_count = 0
+        for part in parts:
+            lowered = part.text.casefold()
+            count = sum(1 for n in needles if n in lowered)
+            if count > best_count:
+                best, best_count = part, count
+    marks = _marks(best.text, query) if query is not None else []
+    return _window(best.text, marks), best.section
+
+
+def _window(text: str, marks: list[tuple[int, int]]) -> str:
+    if not marks:
+        return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    first = marks[0][0]
+    start = max(0, first - SNIPPET_CHARS // 3)
+    if start:
+        space = text.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    end = min(len(text), start + SNIPPET_CHARS)
+    if end < len(text):
+        space = text.rfind(" ", max(first + 1, end - 40), end)
+        end = space if space > first else end
+    out: list[str] = ["…" if start else ""]
+    pos = start
+    for m_start, m_end in marks:
+        if m_end <= start or m_start >= end:
+            continue
+        m_start, m_end = max(m_start, start), min(m_end, end)
+        out.append(text[pos:m_start])
+        out.append(f"**{text[m_start:m_end]}**")
+        pos = m_end
+    out.append(text[pos:end])
+    out.append("…" if end < len(text) else "")
+    return "".join(out)

@@ -1,0 +1,207 @@
+"""The semantic index: passages and their vectors in the database, the outbox, the indexer's
+steps, and the semantic ranking of a scope.
+
+Indexing is three steps so that no write waits for the model: `claim` takes a batch of outbox
+rows (on PostgreSQL `FOR UPDATE SKIP LOCKED`, so instances on one database never take the same
+rows; a claim expires, so a crashed indexer's rows are taken again) and reads the notes;
+the caller embeds outside any transaction; `store` writes, in one write transaction, the
+passages of each note that is still at the version that was embedded (on PostgreSQL the note
+row is locked `FOR SHARE`, so a concurrent delete or update waits or wins cleanly), and deletes
+its outbox row only if no change came since the claim. A deleted note's passages go with it
+(foreign key, and a trigger on SQLite).
+
+Ranking (`semantic_ranked`): the vectors of the scope's own passages (workspace, archived,
+the current model) scored by cosine in numpy; a note scores its best passage. Brute force over
+the scope, on both backends: what this machine's PostgreSQL (no pgvector) and CI can run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import Connection, delete, func, insert, select, text, update
+
+from notes_server.store.models import notes_table as notes
+from notes_server.store.models import outbox_table as outbox
+from notes_server.store.models import passages_table as passages
+from notes_server.store.search_rank import passages as split_passages
+
+CLAIM_SECONDS = 120
+# Semantic neighbours below this cosine are not hits (unrelated notes are near 0).
+MIN_SIMILARITY = 0.35
+MAX_PASSAGES = 64
+
+
+class Work(NamedTuple):
+    seq: int
+    generation: int
+    version: int | None  # None: the note is gone
+    title: str
+    texts: list[tuple[str | None, str]]  # (section, text) per passage
+
+    def inputs(self) -> list[str]:
+        """What the model embeds per passage: the title and section before the text, so a
+        passage keeps its note's subject."""
+        return [
+            f"{self.title}. {section + '. ' if section else ''}{body}"
+            for section, body in self.texts
+        ]
+
+
+def note_passages(title: str, body: str) -> list[tuple[str | None, str]]:
+    """A note's passages (by heading and paragraph, bounded, at most MAX_PASSAGES)."""
+    parts = split_passages(body, max_chars=800)[:MAX_PASSAGES]
+    if not parts:
+        return [(None, title)]
+    return [(p.section, p.text) for p in parts]
+
+
+def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
+    """Claim up to `batch` outbox rows (free, or whose claim expired) and read their notes."""
+    free = (outbox.c.claimed_until.is_(None)) | (outbox.c.claimed_until < now)
+    pick = select(outbox.c.note_seq).where(free).order_by(outbox.c.note_seq).limit(batch)
+    if conn.dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=True)
+    seqs = [r[0] for r in conn.execute(pick)]
+    if not seqs:
+        return []
+    conn.execute(
+        update(outbox)
+        .where(outbox.c.note_seq.in_(seqs))
+        .values(claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
+    )
+    rows = conn.execute(
+        select(outbox.c.note_seq, outbox.c.generation, notes.c.version, notes.c.title, notes.c.body)
+        .select_from(outbox.outerjoin(notes, notes.c.seq == outbox.c.note_seq))
+        .where(outbox.c.note_seq.in_(seqs))
+    ).all()
+    return [
+        Work(r[0], r[1], r[2], r[3] or "", note_passages(r[3], r[4]) if r[2] is not None else [])
+        for r in rows
+    ]
+
+
+def store(
+    conn: Connection, model: str, work: Sequence[Work], vectors: Sequence[Any]
+) -> tuple[int, int]:
+    """Write the embedded passages of each still-current note; (notes written, passages)."""
+    written = count = 0
+    for item, vecs in zip(work, vectors, strict=True):
+        current = select(notes.c.version).where(notes.c.seq == item.seq)
+        if conn.dialect.name == "postgresql":
+            current = current.with_for_update(read=True)
+        version = conn.execute(current).scalar_one_or_none()
+        done = delete(outbox).where(
+            outbox.c.note_seq == item.seq, outbox.c.generation == item.generation
+        )
+        if version is None:
+            conn.execute(delete(outbox).where(outbox.c.note_seq == item.seq))
+            continue
+        if version != item.version:
+            continue  # changed since the claim: the trigger bumped the generation; next round
+        conn.execute(delete(passages).where(passages.c.note_seq == item.seq))
+        if item.texts:
+            conn.execute(
+                insert(passages),
+                [
+                    {
+                        "note_seq": item.seq,
+                        "ordinal": i,
+                        "section": section[:200] if section else None,
+                        "text": body,
+                        "model": model,
+                        "vector": vec.astype("<f4").tobytes(),
+                    }
+                    for i, ((section, body), vec) in enumerate(zip(item.texts, vecs, strict=True))
+                ],
+            )
+        if conn.execute(done).rowcount:
+            written += 1
+            count += len(item.texts)
+        else:  # a change came after the claim: release it for the next round
+            conn.execute(
+                update(outbox).where(outbox.c.note_seq == item.seq).values(claimed_until=None)
+            )
+    return written, count
+
+
+_REQUEUE = (
+    "INSERT INTO search_outbox (note_seq, generation) SELECT seq, 1 FROM notes WHERE {where} "
+    "ON CONFLICT (note_seq) DO UPDATE SET "
+    "generation = search_outbox.generation + 1, claimed_until = NULL"
+)
+
+
+def enqueue(conn: Connection, workspace: str | None = None) -> int:
+    """Queue notes for (re)embedding: all, or one workspace's. Returns how many."""
+    if workspace is None:
+        result = conn.execute(text(_REQUEUE.format(where="true")))
+    else:
+        result = conn.execute(text(_REQUEUE.format(where="workspace = :w")), {"w": workspace})
+    return int(result.rowcount)
+
+
+def enqueue_stale(conn: Connection, model: str) -> int:
+    """Queue the notes whose passages another model embedded (a model change re-embeds)."""
+    where = "seq IN (SELECT note_seq FROM search_passages WHERE model <> :m)"
+    return int(conn.execute(text(_REQUEUE.format(where=where)), {"m": model}).rowcount)
+
+
+class Status(NamedTuple):
+    pending: int
+    embedded_notes: int
+    passages: int
+    models: dict[str, int]
+
+
+def status(conn: Connection) -> Status:
+    pending = conn.execute(select(func.count()).select_from(outbox)).scalar_one()
+    done = conn.execute(select(func.count(func.distinct(passages.c.note_seq)))).scalar_one()
+    models = {
+        r[0]: r[1]
+        for r in conn.execute(select(passages.c.model, func.count()).group_by(passages.c.model))
+    }
+    return Status(int(pending), int(done), sum(models.values()), models)
+
+
+class SemanticHit(NamedTuple):
+    seq: int
+    similarity: float
+    section: str | None
+    text: str
+
+
+def semantic_ranked(
+    conn: Connection, workspace: str, vector: Any, model: str, *, include_archived: bool
+) -> list[SemanticHit]:
+    """The scope's notes by their best passage's cosine to `vector`, best first (ties: seq),
+    those at or above MIN_SIMILARITY only."""
+    import numpy as np
+
+    conditions = [notes.c.workspace == workspace, passages.c.model == model]
+    if not include_archived:
+        conditions.append(notes.c.archived.is_(False))
+    rows = conn.execute(
+        select(passages.c.note_seq, passages.c.section, passages.c.text, passages.c.vector)
+        .join_from(passages, notes, notes.c.seq == passages.c.note_seq)
+        .where(*conditions)
+        .order_by(passages.c.note_seq, passages.c.ordinal)
+    ).all()
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(bytes(r[3]) for r in rows), dtype="<f4").reshape(len(rows), -1)
+    sims = matrix @ np.asarray(vector, dtype=np.float32)
+    best: dict[int, tuple[float, int]] = {}
+    for i, r in enumerate(rows):
+        sim = float(sims[i])
+        if r[0] not in best or sim > best[r[0]][0]:
+            best[r[0]] = (sim, i)
+    hits = [
+        SemanticHit(seq, round(sim, 6), rows[i][1], rows[i][2])
+        for seq, (sim, i) in best.items()
+        if sim >= MIN_SIMILARITY
+    ]
+    hits.sort(key=lambda h: (-h.similarity, h.seq))
+    return hits

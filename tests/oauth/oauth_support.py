@@ -1,0 +1,148 @@
+"""Driving the authorization server like a client and a browser would, over a TestClient."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+from sqlalchemy import Engine
+from starlette.testclient import TestClient
+
+from notes_server.config import HttpSettings
+from notes_server.security.passwords import hash_password
+from notes_server.store import oauth as store
+from notes_server.store.engine import write_tx
+from notes_server.tools.services import utc_now
+
+WS_A = "file:///srv/team/alpha"
+WS_B = "file:///srv/team/beta"
+WS_C = "file:///srv/bob/only"
+ISSUER = "http://127.0.0.1:8765"
+RESOURCE = ISSUER + "/mcp"
+REDIRECT = "http://127.0.0.1/callback"
+OAUTH = HttpSettings(auth="oauth", public_url=ISSUER)
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def set_password(engine: Engine, principal: str, password: str) -> None:
+    with write_tx(engine) as conn:
+        store.set_password(conn, principal, hash_password(password), utc_now())
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def csrf_of(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found is not None, html
+    return found.group(1)
+
+
+def query_of(location: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+class Flow:
+    """One client (registered dynamically) and one person's browser (the TestClient's jar)."""
+
+    def __init__(self, client: TestClient, redirect_uri: str = REDIRECT) -> None:
+        self.client = client
+        self.redirect_uri = redirect_uri
+        registered = client.post(
+            "/oauth/register",
+            json={
+                "client_name": "Test Assistant",
+                "redirect_uris": [redirect_uri],
+                "token_endpoint_auth_method": "none",
+            },
+        )
+        assert registered.status_code == 201, registered.text
+        self.client_id = registered.json()["client_id"]
+        self.verifier, self.challenge = pkce()
+
+    def authorize_params(self, **overrides: Any) -> dict[str, str]:
+        params = {
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": self.redirect_uri,
+            "code_challenge": self.challenge,
+            "code_challenge_method": "S256",
+            "state": "state-123",
+            "resource": RESOURCE,
+        }
+        params.update(overrides)
+        return {k: v for k, v in params.items() if v is not None}
+
+    def start(self, **overrides: Any) -> httpx.Response:
+        return self.client.get("/oauth/authorize?" + urlencode(self.authorize_params(**overrides)))
+
+    def sign_in(self, principal: str, password: str) -> httpx.Response:
+        started = self.start()
+        assert started.status_code == 303, started.text
+        assert started.headers["location"] == "/oauth/sign-in"
+        form = self.client.get("/oauth/sign-in")
+        assert form.status_code == 200, form.text
+        return self.client.post(
+            "/oauth/sign-in",
+            data={"csrf": csrf_of(form.text), "principal": principal, "password": password},
+        )
+
+    def consent_page(self, principal: str = "alice", password: str = "alice-password-1") -> str:
+        signed = self.sign_in(principal, password)
+        assert signed.status_code == 303, signed.text
+        page = self.client.get("/oauth/consent")
+        assert page.status_code == 200, page.text
+        return page.text
+
+    def consent(self, workspaces: list[str], principal: str = "alice", **kw: Any) -> httpx.Response:
+        page = self.consent_page(principal, kw.pop("password", "alice-password-1"))
+        data: list[tuple[str, str]] = [("csrf", csrf_of(page)), ("decision", "allow")]
+        data += [("workspace", ws) for ws in workspaces]
+        return self.client.post(
+            "/oauth/consent",
+            content=urlencode(data),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    def code(self, workspaces: list[str] | None = None) -> str:
+        answer = self.consent(workspaces or [WS_A])
+        assert answer.status_code == 302, answer.text
+        params = query_of(answer.headers["location"])
+        assert params["state"] == "state-123"
+        assert params["iss"] == ISSUER
+        return params["code"]
+
+    def exchange(self, code: str, **overrides: Any) -> httpx.Response:
+        data = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri,
+            "client_id": self.client_id,
+            "code_verifier": self.verifier,
+            "resource": RESOURCE,
+        }
+        data.update(overrides)
+        return self.client.post("/oauth/token", data={k: v for k, v in data.items() if v})
+
+    def tokens(self, workspaces: list[str] | None = None) -> dict[str, Any]:
+        answer = self.exchange(self.code(workspaces))
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    def refresh(self, refresh_token: str) -> httpx.Response:
+        return self.client.post(
+            "/oauth/token",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+                "client_id": self.client_id,
+            },
+        )

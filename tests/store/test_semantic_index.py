@@ -1,0 +1,176 @@
+"""The semantic index on both backends: the outbox indexer under concurrent writes, deletes
+and updates; scope isolation of semantic neighbours; fusion determinism. Needs the
+`semantic` extra (skipped without it)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Engine, delete, func, select, update
+
+from notes_server.store import embedding, hybrid, indexer, notes, semantic
+from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.models import outbox_table, passages_table
+
+pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
+NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
+MINE = "file:///home/alice/notes"
+THEIRS = "file:///home/mallory/notes"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> embedding.Embedder:
+    return embedding.Embedder()
+
+
+def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
+    with write_tx(engine) as conn:
+        return [
+            notes.insert_note(
+                conn,
+                workspace=workspace,
+                path=f"n/{notes.new_note_id()}.md",
+                title=title,
+                body=body,
+                now=NOW,
+            ).id
+            for title, body in bodies
+        ]
+
+
+def _embedded(engine: Engine) -> dict[int, int]:
+    """seq -> passages, and the outbox must be empty."""
+    with read_tx(engine) as conn:
+        assert conn.execute(select(func.count()).select_from(outbox_table)).scalar_one() == 0
+        rows = conn.execute(
+            select(passages_table.c.note_seq, func.count()).group_by(passages_table.c.note_seq)
+        ).all()
+    return {r[0]: r[1] for r in rows}
+
+
+def _seqs(engine: Engine) -> dict[str, int]:
+    with read_tx(engine) as conn:
+        return {r[0]: r[1] for r in conn.execute(select(notes.notes.c.id, notes.notes.c.seq))}
+
+
+class _Pausing:
+    """An embedder that lets the test change notes between the claim and the write."""
+
+    def __init__(self, inner: embedding.Embedder, during: object) -> None:
+        self.inner, self.model, self.during, self.calls = inner, inner.model, during, 0
+
+    def embed(self, texts: list[str]) -> object:
+        self.calls += 1
+        if self.calls == 1:
+            self.during()  # type: ignore[operator]
+        return self.inner.embed(texts)
+
+
+def test_every_note_ends_embedded_once_under_concurrent_writes(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    stop = threading.Event()
+    workers = [
+        threading.Thread(target=indexer.watch, args=(migrated_engine, embedder, stop, 0.01))
+        for _ in range(2)
+    ]
+    for w in workers:
+        w.start()
+    try:
+        for i in range(10):
+            _insert(
+                migrated_engine, MINE, [(f"note {i}.{j}", f"# H\n\nbody {i} {j}") for j in range(5)]
+            )
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    indexer.drain(migrated_engine, embedder)
+    done = _embedded(migrated_engine)
+    assert set(done) == set(_seqs(migrated_engine).values())
+    assert set(done.values()) == {1}
+
+
+def test_a_note_updated_during_embedding_is_embedded_again(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    (note_id,) = _insert(migrated_engine, MINE, [("Old", "old body text")])
+
+    def change() -> None:
+        with write_tx(migrated_engine) as conn:
+            conn.execute(
+                update(notes.notes)
+                .where(notes.notes.c.id == note_id)
+                .values(body="new body text", version=notes.notes.c.version + 1)
+            )
+
+    indexer.drain(migrated_engine, _Pausing(embedder, change))
+    _embedded(migrated_engine)
+    with read_tx(migrated_engine) as conn:
+        texts = conn.execute(select(passages_table.c.text)).scalars().all()
+    assert texts == ["new body text"]
+
+
+def test_no_vector_survives_a_note_deleted_during_embedding(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    (gone,) = _insert(migrated_engine, MINE, [("Gone", "soon deleted")])
+    indexer.drain(migrated_engine, embedder)
+    _insert(migrated_engine, MINE, [("Kept", "stays")])
+
+    def remove() -> None:
+        with write_tx(migrated_engine) as conn:
+            conn.execute(delete(notes.notes).where(notes.notes.c.id == gone))
+
+    with write_tx(migrated_engine) as conn:
+        semantic.enqueue(conn)
+    indexer.drain(migrated_engine, _Pausing(embedder, remove))
+    done = _embedded(migrated_engine)
+    assert set(done) == {_seqs(migrated_engine)[i] for i in _seqs(migrated_engine)}
+
+
+def test_semantic_neighbours_in_another_workspace_change_no_rank_or_score(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    _insert(
+        migrated_engine,
+        MINE,
+        [
+            ("Finance sync", "Q3 spend review with the finance team"),
+            ("Hiring", "the hiring plan for next quarter"),
+            ("Recipes", "apple pie with cinnamon"),
+        ],
+    )
+    indexer.drain(migrated_engine, embedder)
+
+    def found() -> list[tuple[str, float, tuple[str, ...]]]:
+        with read_tx(migrated_engine) as conn:
+            hits = hybrid.search(
+                conn, MINE, "budget meeting finance", "hybrid", embedder,
+                include_archived=False, limit=20, offset=0,
+            )  # fmt: skip
+        return [(h.hit.note.id, h.hit.rank, h.matched_by) for h in hits]
+
+    before = found()
+    assert before and "semantic" in before[0][2]
+    _insert(migrated_engine, THEIRS, [("Finance sync", "Q3 spend review, finance budget")] * 40)
+    indexer.drain(migrated_engine, embedder)
+    assert found() == before
+
+
+def test_fusion_is_a_pure_function_of_the_two_lists() -> None:
+    keyword, nearest = [5, 3, 9, 1], [3, 7, 5]
+    first = hybrid.fuse(keyword, nearest)
+    assert first == hybrid.fuse(list(keyword), list(nearest))
+    assert [seq for seq, _, _ in first] == [3, 5, 7, 9, 1]
+    assert dict((s, m) for s, _, m in first)[3] == ("keyword", "semantic")
+    # Equal fused scores are ordered by seq, whichever list came first.
+    assert [s for s, _, _ in hybrid.fuse([2], [1])] == [1, 2]
+
+
+def test_keyword_hits_holding_every_word_stay_on_top_of_the_fusion() -> None:
+    fused = hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=1)
+    assert [seq for seq, _, _ in fused] == [4, 2, 8, 9]
+    assert fused[0][1] > 1 > fused[1][1]
