@@ -347,6 +347,29 @@ def test_the_terminal_form_asks_yes_no_questions_after_the_choice_whatever_the_o
     assert content == {"note_id": "n1", "confirm": True}
 
 
+def test_call_runs_the_link_and_tag_tools(tmp_path: Path, url: str) -> None:
+    from notes_server.store.engine import make_engine, write_tx
+
+    (target,) = prepare(url, ("Plan", "plan.md", OLDER))
+    engine = make_engine(url)
+    try:
+        with write_tx(engine) as conn:
+            notes.insert_note(
+                conn, workspace=WS, path="s.md", title="S", body="[[plan]] #Q3", now=NEWER
+            )
+    finally:
+        engine.dispose()
+    common = ("--db", url, "--principal", "alice", "--arg", f"workspaceUri={WS}")
+
+    links = run_call(tmp_path, "notes_links", *common, "--arg", f"noteId={target.id}")
+    tags = run_call(tmp_path, "notes_tags", *common, "--arg", "prefix=q")
+
+    assert links.returncode == 0, links.stderr
+    assert json.loads(links.stdout)["counts"] == {"outgoing": 0, "unresolved": 0, "incoming": 1}
+    assert tags.returncode == 0, tags.stderr
+    assert json.loads(tags.stdout) == {"tags": [{"tag": "Q3", "notes": 1}], "total": 1}
+
+
 def test_call_runs_the_history_tools(tmp_path: Path, url: str) -> None:
     [note] = prepare(url, (TITLE, "a.md", OLDER))
     base = {"workspaceUri": WS, "noteId": note.id}

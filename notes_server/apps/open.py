@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import full_note
 from notes_server.tools.scope import owned_note
-from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT, iso, note_full
+from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT, iso
 
 
 class NotesOpen(Tool):
@@ -29,6 +30,7 @@ class NotesOpen(Tool):
 
         with read_tx(self.services.engine) as conn:
             _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
+            shown = full_note(conn, note, uri)
         flag = ", archived" if note.archived else ""
         text = f"# {note.title}\n({note.path}, updated {iso(note.updated_at)}{flag})\n\n{note.body}"
-        return ToolResult({"note": note_full(note, uri)}, text)
+        return ToolResult({"note": shown}, text)

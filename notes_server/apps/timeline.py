@@ -13,6 +13,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import tags_by_note
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.titles import argument_error
 from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
@@ -78,8 +79,13 @@ class NotesTimeline(Tool):
         with read_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
             hits, truncated = _scan(conn, workspace, query, include_archived, first, last)
+            shown = tags_by_note(conn, [h.note for h in hits])
         entries = [
-            {**note_summary(h.note, contain(workspace, h.note)), "snippet": h.snippet} for h in hits
+            {
+                **note_summary(h.note, contain(workspace, h.note), shown[h.note.id]),
+                "snippet": h.snippet,
+            }
+            for h in hits
         ]
         entries.sort(key=lambda e: (e["updatedAt"], e["id"]), reverse=True)
         days = _days(entries)

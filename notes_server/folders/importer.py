@@ -172,12 +172,12 @@ def apply_draft(
             existing,
             title=draft.title,
             body=draft.body,
+            extra=draft.extra,
             updated=draft.updated,
             now=datetime.now(UTC),
             author=author,
         )
         if updated is not None:
-            folders.set_extra(conn, updated.id, draft.extra)
             summary.count("updated")
         return updated
     if policy == "rename":

@@ -295,13 +295,13 @@ class _Sync:
             note,
             title=draft.title,
             body=draft.body,
+            extra=draft.extra,
             updated=self.now,
             now=self.now,
             author=self.author,
         )
         if updated is None:
             return
-        folders.set_extra(self.conn, note.id, draft.extra)
         self.extra[note.id] = draft.extra
         self.summary.count("updated")
         self._save(updated, self.files.hashes[draft.path])

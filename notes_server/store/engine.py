@@ -328,6 +328,12 @@ class _Bound:
         return cls(compiled, names, processors)
 
 
+def driver_connection(conn: Connection) -> sqlite3.Connection:
+    """The pysqlite connection under `conn` (same transaction), for a repository's statements
+    whose shape varies per call (IN lists, many rows) on the driver path."""
+    return _pysqlite(conn)
+
+
 def _pysqlite(conn: Connection) -> sqlite3.Connection:
     """The stdlib sqlite3 connection under `conn` (same transaction)."""
     driver = conn.connection.driver_connection

@@ -10,15 +10,20 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
-from notes_server.store import history
+from notes_server.store import content_index, history
+from notes_server.store.engine import FastRead, uses_driver
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
 from notes_server.store.models import notes_table as notes
-from notes_server.store.notes import COLUMNS, Author, NoteRecord, insert_row, update_fields
-
-# Built once: constructing a Core statement per row cost more than running it.
-_INSERT_EXTRA = insert(front)
+from notes_server.store.notes import (
+    COLUMNS,
+    Author,
+    NoteRecord,
+    insert_row,
+    set_front_matter,
+    update_fields,
+)
 
 
 def live_notes(conn: Connection, workspace: str) -> list[NoteRecord]:
@@ -72,6 +77,7 @@ def insert_imported(
         body=body,
         created=created,
         updated=updated,
+        extra=extra,
         author=author,
     )
     set_extra(conn, note.id, extra, new=True)
@@ -85,18 +91,21 @@ def replace_content(
     title: str,
     body: str,
     updated: datetime,
+    extra: str | None = None,
     now: datetime | None = None,
     author: Author | None = None,
 ) -> NoteRecord | None:
-    """Optimistic: new title and body (the file's time as updated_at) if the row still has
-    ``note.version`` (else None); the replaced version is kept in the history, replaced at
-    ``now`` (default: ``updated``)."""
+    """Optimistic: new title, body (the file's time as updated_at) and, unless ``extra`` is
+    None, kept front matter if the row still has ``note.version`` (else None); the replaced
+    version is kept in the history, replaced at ``now`` (default: ``updated``), and the note
+    is indexed again."""
     return update_fields(
         conn,
         note,
         now=updated if now is None else now,
         author=author,
         updated_at=updated,
+        extra=extra,
         title=title,
         body=body,
     )
@@ -108,9 +117,24 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     )
     if result.rowcount == 1:
         conn.execute(delete(front).where(front.c.note_id == note.id))
+        content_index.forget_note(conn, note)
         history.forget(conn, [note.id])
         return True
     return False
+
+
+_EXTRA_OF = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+
+
+def extra_of(conn: Connection, note_id: str) -> str:
+    """One note's kept front matter lines ("" if none): one indexed read, on the driver on
+    SQLite (every full note result reads it)."""
+    values = {"note_id": note_id}
+    if uses_driver(conn):
+        rows = _EXTRA_OF.all(conn, values)
+    else:
+        rows = conn.execute(_EXTRA_OF.statement, values).all()
+    return str(rows[0][0]) if rows else ""
 
 
 def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:
@@ -124,12 +148,9 @@ def extras(conn: Connection, note_ids: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def set_extra(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
-    """Replace a note's kept front matter (``new``: the note was just inserted, has none)."""
-    if not new:
-        conn.execute(delete(front).where(front.c.note_id == note_id))
-    if extra:
-        conn.execute(_INSERT_EXTRA, {"note_id": note_id, "extra": extra})
+# Kept front matter is written in one place (the notes repository): a change of it on an
+# existing note goes through `update_fields(extra=...)`, which keeps the revision first.
+set_extra = set_front_matter
 
 
 @dataclass(frozen=True, slots=True)

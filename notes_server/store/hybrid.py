@@ -6,6 +6,7 @@ scope alone (keyword.RankedSearch, semantic.semantic_ranked)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
@@ -53,6 +54,7 @@ def search(
     include_archived: bool,
     limit: int,
     offset: int,
+    tags: Sequence[str] = (),
 ) -> list[FusedHit]:
     parsed = parse(query)
     store = keyword.store(conn)
@@ -71,6 +73,9 @@ def search(
         while pinned < len(ranked) and parsed is not None and complete(parsed, ranked[pinned]):
             pinned += 1
         fused = fuse([r.seq for r in ranked], [h.seq for h in nearest], pinned)
+    if tags:
+        carrying = keyword.tagged_seqs(conn, workspace, include_archived, tags)
+        fused = [f for f in fused if f[0] in carrying]
     page = fused[offset : offset + limit]
     if not page:
         return []

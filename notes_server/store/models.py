@@ -51,6 +51,43 @@ notes_table = Table(
     Index("ix_notes_workspace_updated", "workspace", "updated_at"),
 )
 
+# One row per link in a note's body (migration 0014), rebuilt whenever the note is
+# written (`store.content_index`). `target_id` is the note it resolves to in the same workspace,
+# NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are what it
+# can match (a markdown link has no title), so a note created, renamed or moved finds the
+# links waiting for it through two indexes. `context` is the excerpt shown with a backlink.
+links_table = Table(
+    "note_links",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workspace", String(2048), nullable=False),
+    Column("note_id", String(40), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("kind", String(10), nullable=False),
+    Column("target", String(1024), nullable=False),
+    Column("heading", String(500), nullable=True),
+    Column("path_key", String(2048), nullable=True),
+    Column("title_key", String(2048), nullable=True),
+    Column("target_id", String(40), nullable=True),
+    Column("context", String(400), nullable=False),
+    Index("ix_note_links_note", "note_id", "position"),
+    Index("ix_note_links_target", "target_id"),
+    Index("ix_note_links_workspace_path", "workspace", "path_key"),
+    Index("ix_note_links_workspace_title", "workspace", "title_key"),
+)
+
+# The tags of a note (body and front matter), one row per tag key, spelled as first written in
+# that note; rebuilt with the links.
+tags_table = Table(
+    "note_tags",
+    metadata,
+    Column("note_id", String(40), primary_key=True),
+    Column("tag_key", String(400), primary_key=True),
+    Column("workspace", String(2048), nullable=False),
+    Column("tag", String(200), nullable=False),
+    Index("ix_note_tags_workspace_tag", "workspace", "tag_key"),
+)
+
 # A superseded version of a note (store.history): the whole content as it was, kept in the
 # transaction that replaced it. No foreign key: the confirmed delete removes a note's history
 # itself, and a revision row never blocks a note's write.

@@ -9,7 +9,6 @@ mutation, re-checks included). Nothing here knows about principals or the wire.
 from __future__ import annotations
 
 import secrets
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,8 +31,10 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from notes_server.store import history
+from notes_server.store import content_index, history
 from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
+from notes_server.store.keys import title_key as title_key  # re-exported: callers know it here
+from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.types import from_stored
@@ -192,13 +193,6 @@ def new_note_id() -> str:
     return "note_" + secrets.token_hex(10)
 
 
-def title_key(title: str) -> str:
-    """Case-insensitive match key for titles: NFC, full Unicode case folding (NFC again, as
-    folding can decompose), whitespace runs of any kind collapsed to one space."""
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", title).casefold())
-    return " ".join(folded.split())
-
-
 class NoteStore(Protocol):
     """The notes aggregate, as tools and the CLI use it."""
 
@@ -234,6 +228,7 @@ class NoteStore(Protocol):
         now: datetime,
         author: Author | None = None,
         updated_at: datetime | None = None,
+        extra: str | None = None,
         **fields: Any,
     ) -> NoteRecord | None: ...
 
@@ -249,10 +244,12 @@ def insert_row(
     body: str,
     created: datetime,
     updated: datetime,
+    extra: str = "",
     author: Author | None = None,
 ) -> NoteRecord:
-    """A new live note at version 1 (portable Core); PathConflict if the path is taken. Tools
-    create with one timestamp; the folder importer keeps the file's two."""
+    """A new live note at version 1 (portable Core), its links and tags indexed (``extra``: its
+    front matter lines, kept by the caller); PathConflict if the path is taken. Tools create
+    with one timestamp; the folder importer keeps the file's two."""
     note_id = new_note_id()
     values = {
         "id": note_id,
@@ -274,7 +271,26 @@ def insert_row(
             conn.execute(insert(notes).values(**values))
     except IntegrityError as exc:
         raise PathConflict(path) from exc
-    return NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+    note = NoteRecord(note_id, workspace, path, title, body, created, updated, 1, False, None)
+    content_index.index_note_content(conn, note, extra=extra, new=True)
+    return note
+
+
+_INSERT_FRONT = insert(front)
+
+
+def set_front_matter(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
+    """Replace a note's kept front matter lines (``new``: the note was just inserted, has
+    none). Not a versioned write by itself: a change of them goes through `update_fields`."""
+    if not new:
+        conn.execute(delete(front).where(front.c.note_id == note_id))
+    if extra:
+        conn.execute(_INSERT_FRONT, {"note_id": note_id, "extra": extra})
+
+
+# Fields whose change leaves what the note says untouched (archive, restore): not re-indexed.
+# An update of no field at all (its front matter changed) is re-indexed.
+_STATE_ONLY = frozenset({"archived", "archived_at"})
 
 
 class CoreNotes(CoreRun):
@@ -341,6 +357,7 @@ class CoreNotes(CoreRun):
         now: datetime,
         author: Author | None = None,
         updated_at: datetime | None = None,
+        extra: str | None = None,
         **fields: Any,
     ) -> NoteRecord | None:
         # The version being replaced goes into the history first, in this transaction; if the
@@ -363,10 +380,20 @@ class CoreNotes(CoreRun):
         )
         if result.rowcount != 1:
             return None
-        return self.get(conn, values.get("workspace", note.workspace), note.id)
+        if extra is not None:
+            set_front_matter(conn, note.id, extra)
+        updated = self.get(conn, values.get("workspace", note.workspace), note.id)
+        if updated is not None and (
+            extra is not None or not (fields and fields.keys() <= _STATE_ONLY)
+        ):
+            content_index.index_note_content(conn, updated, extra=extra, previous=note)
+        return updated
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool:
-        return self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) == 1
+        if self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) != 1:
+            return False
+        content_index.forget_note(conn, note)
+        return True
 
 
 class SqliteNotes(DriverRun, CoreNotes):
@@ -440,14 +467,17 @@ def update_fields(
     now: datetime,
     author: Author | None = None,
     updated_at: datetime | None = None,
+    extra: str | None = None,
     **fields: Any,
 ) -> NoteRecord | None:
     """THE write of a note row (every tool, folder import and sync, revert): optimistic, it
     applies only if the row still has `note.version`, and keeps that version in the history
-    (`history.keep_revision`) in the same transaction. `updated_at` defaults to `now` (the
-    folder importer passes the file's time)."""
+    (`history.keep_revision`) in the same transaction, front matter included, then indexes its
+    links and tags again (`content_index`). `updated_at` defaults to `now` (the folder importer
+    passes the file's time); `extra`: the note's new front matter lines (None: unchanged),
+    written after the old ones went into the revision and before the new ones are indexed."""
     return store(conn).update_fields(
-        conn, note, now=now, author=author, updated_at=updated_at, **fields
+        conn, note, now=now, author=author, updated_at=updated_at, extra=extra, **fields
     )
 
 

@@ -26,6 +26,7 @@ from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
 from notes_server.store.search_pg import candidate_statement
 from notes_server.store.search_rank import Candidate, rank, snippet
 from notes_server.store.search_terms import Query, parse
+from notes_server.store.tags import having_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class SearchStore(Protocol):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]: ...
 
 
@@ -81,6 +83,39 @@ class _NewestFirst(CoreRun):
     ) -> list[SearchHit]:
         rows = self._all(_RECENT[include_archived], conn, params)
         return [SearchHit(self._record(r), *_first_passage(r[4])) for r in rows]
+
+    @staticmethod
+    def _tagged_recent(
+        conn: Connection, params: dict[str, Any], include_archived: bool, tags: Sequence[str]
+    ) -> list[SearchHit]:
+        """Most recent first among the notes carrying every tag (Core, any backend)."""
+        conditions = _scope(params["workspace"], include_archived, tags)
+        rows = conn.execute(
+            select(*COLUMNS)
+            .where(*conditions)
+            .order_by(*NEWEST_FIRST)
+            .limit(params["limit"])
+            .offset(params["offset"])
+        )
+        return [SearchHit(NoteRecord.from_row(r), *_first_passage(r[4])) for r in rows]
+
+
+def _scope(workspace: str, include_archived: bool, tags: Sequence[str]) -> list[Any]:
+    """The WHERE of a search: the workspace, live notes unless archived ones are wanted, and
+    every tag asked for."""
+    conditions: list[Any] = [notes.c.workspace == workspace]
+    if not include_archived:
+        conditions.append(notes.c.archived.is_(False))
+    return conditions + having_all(workspace, tags)
+
+
+def tagged_seqs(
+    conn: Connection, workspace: str, include_archived: bool, tags: Sequence[str]
+) -> set[int]:
+    """The seqs of the scope's notes carrying every tag: ranking stays over the whole scope,
+    the tag filter keeps only these before a page is cut, so pages agree."""
+    conditions = _scope(workspace, include_archived, tags)
+    return {int(seq) for (seq,) in conn.execute(select(notes.c.seq).where(*conditions))}
 
 
 def _first_passage(body: str) -> tuple[str, float, str | None]:
@@ -100,14 +135,20 @@ class RankedSearch(_NewestFirst):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]:
         parsed = parse(query) if query else None
         if query and parsed is None:
             return []
         if parsed is None:
             params = {"workspace": workspace, "limit": limit, "offset": offset}
+            if tags:
+                return self._tagged_recent(conn, params, include_archived, tags)
             return self._recent(conn, params, include_archived)
         ranked = self.ranked(conn, workspace, parsed, include_archived=include_archived)
+        if tags:
+            carrying = tagged_seqs(conn, workspace, include_archived, tags)
+            ranked = [r for r in ranked if r.seq in carrying]
         page = ranked[offset : offset + limit]
         records = notes_by_seq(conn, workspace, [r.seq for r in page])
         hits = []
@@ -266,16 +307,17 @@ class LikeSearch(_NewestFirst):
         include_archived: bool,
         limit: int,
         offset: int,
+        tags: Sequence[str] = (),
     ) -> list[SearchHit]:
         parsed = parse(query) if query else None
         if query and parsed is None:
             return []
         params: dict[str, Any] = {"workspace": workspace, "limit": limit, "offset": offset}
         if parsed is None:
+            if tags:
+                return self._tagged_recent(conn, params, include_archived, tags)
             return self._recent(conn, params, include_archived)
-        conditions = [notes.c.workspace == workspace]
-        if not include_archived:
-            conditions.append(notes.c.archived.is_(False))
+        conditions = _scope(workspace, include_archived, tags)
         for term in parsed.terms:
             pattern = f"%{term.text.lower()}%"
             conditions.append(
@@ -322,8 +364,16 @@ def search(
     include_archived: bool,
     limit: int,
     offset: int,
+    tags: Sequence[str] = (),
 ) -> list[SearchHit]:
-    """Ranked keyword search or, without a query, most recently updated first."""
+    """Ranked full-text search or, without a query, most recently updated first; with
+    ``tags``, only notes carrying every one of them."""
     return store(conn).search(
-        conn, workspace, query, include_archived=include_archived, limit=limit, offset=offset
+        conn,
+        workspace,
+        query,
+        include_archived=include_archived,
+        limit=limit,
+        offset=offset,
+        tags=tags,
     )

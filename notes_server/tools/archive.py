@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.confirm import Action, ConfirmedAction, output_schema_for
+from notes_server.tools.described import full_note
 from notes_server.tools.scope import contain, owned_note
-from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT, note_full
+from notes_server.tools.views import NOTE_BY_ID_INPUT, NOTE_OUTPUT
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -76,5 +77,5 @@ class RestoreNote(Tool):
             )
             if restored is None:
                 raise ToolFailure("The note changed while restoring it; try again.")
-            uri = contain(workspace, restored)
-        return ToolResult({"note": note_full(restored, uri)})
+            shown = full_note(conn, restored, contain(workspace, restored))
+        return ToolResult({"note": shown})

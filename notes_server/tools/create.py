@@ -8,6 +8,7 @@ from typing import Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import sorted_tags
 from notes_server.tools.scope import authorize, contain, fits_under, new_path
 from notes_server.tools.titles import clean_title
 from notes_server.tools.views import NOTE_OUTPUT, TITLE, WORKSPACE_URI, note_full, schema
@@ -68,4 +69,4 @@ class CreateNote(Tool):
                     "choose another `path` or update that note."
                 ) from None
             uri = contain(workspace, note)
-        return ToolResult({"note": note_full(note, uri)})
+        return ToolResult({"note": note_full(note, uri, sorted_tags(note.body))})

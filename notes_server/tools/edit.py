@@ -148,7 +148,7 @@ class EditNote(Tool):
     def _once(
         self, ctx: CallContext, args: dict[str, Any], edits: list[Edit], pinned: int | None
     ) -> ToolResult:
-        from notes_server.store import notes
+        from notes_server.store import notes, tags
         from notes_server.store.engine import write_tx
         from notes_server.tools.sections import apply_edits, unified_diff
 
@@ -173,9 +173,11 @@ class EditNote(Tool):
                 if changed is None:
                     raise _Lost(note.version)
                 updated = changed
-            uri = contain(workspace, updated)
+            shown = note_summary(
+                updated, contain(workspace, updated), tags.note_tags(conn, note.id)
+            )
         result: dict[str, Any] = {
-            "note": note_summary(updated, uri),
+            "note": shown,
             "diff": unified_diff(note.path, note.body, body, (note.version, updated.version)),
         }
         if expected != note.version:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import full_note
 from notes_server.tools.scope import contain, owned_note
 from notes_server.tools.titles import argument_error
 from notes_server.tools.update import version_conflict
@@ -15,7 +16,6 @@ from notes_server.tools.views import (
     NOTE_OUTPUT,
     WORKSPACE_URI,
     iso,
-    note_full,
     schema,
 )
 
@@ -195,7 +195,7 @@ class RevertNote(Tool):
     tool_annotations = tool_hints("Revert note", read_only=False)
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        from notes_server.store import audit, folders, history, notes
+        from notes_server.store import audit, history, notes
         from notes_server.store.engine import write_tx
 
         version = args["version"]
@@ -224,13 +224,13 @@ class RevertNote(Tool):
                 note,
                 now=now,
                 author=notes.Author(ctx.principal, self.name),
+                extra=past.front_matter or "",
                 title=past.title,
                 body=past.body,
             )
             if reverted is None:
                 raise version_conflict(note.id, note.version + 1, note.version)
-            folders.set_extra(conn, note.id, past.front_matter or "")
-            uri = contain(workspace, reverted)
+            shown = full_note(conn, reverted, contain(workspace, reverted))
             audit.record(
                 conn,
                 audit.AuditRecord(
@@ -245,4 +245,4 @@ class RevertNote(Tool):
                     nonce=None,
                 ),
             )
-        return ToolResult({"note": note_full(reverted, uri), "revertedTo": version})
+        return ToolResult({"note": shown, "revertedTo": version})

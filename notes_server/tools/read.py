@@ -7,14 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import LINK_COUNTS_SCHEMA, full_note, past_note
 from notes_server.tools.scope import owned_note
-from notes_server.tools.views import (
-    NOTE_ID,
-    NOTE_SCHEMA,
-    WORKSPACE_URI,
-    note_full,
-    schema,
-)
+from notes_server.tools.views import NOTE_ID, NOTE_SCHEMA, WORKSPACE_URI, schema
 
 if TYPE_CHECKING:
     from notes_server.store.history import Revision
@@ -46,7 +41,11 @@ OUTLINE_SCHEMA: dict[str, Any] = {
 READ_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "note": NOTE_SCHEMA,
+        "note": {
+            **NOTE_SCHEMA,
+            "properties": {**NOTE_SCHEMA["properties"], "links": LINK_COUNTS_SCHEMA},
+            "required": [*NOTE_SCHEMA["required"], "links"],
+        },
         "outline": OUTLINE_SCHEMA,
         "bodyLength": {"type": "integer"},
         "offset": {"type": "integer"},
@@ -63,11 +62,13 @@ class ReadNote(Tool):
     name = "notes_read"
     title = "Read note"
     description = (
-        "Read one note (title, path, body, version, outline of its headings) by id from an "
+        "Read one note (title, path, body, version, tags, front matter properties, how many "
+        "links it has out, unresolved and in, outline of its headings) by id from an "
         "authorized workspace. Long bodies come in parts: at most `limit` characters "
         f"(default {DEFAULT_LIMIT}) from `offset`, with `truncated` and `nextOffset` when "
         "there is more. `section` (a heading path like `Plan/Risks`, `Risks#2` for the second "
-        "of two) returns that section alone; `version` reads a past version (notes_history)."
+        "of two) returns that section alone; `version` reads a past version (notes_history): "
+        "its tags and properties as they were, its link counts as they are now."
     )
     input_schema = schema(
         {
@@ -89,24 +90,23 @@ class ReadNote(Tool):
         return self.services.settings.sqlite_path is not None
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        from notes_server.store.engine import read_statement, read_tx
+        from notes_server.store.engine import read_tx
 
         version = args.get("version")
         past: Revision | None = None
-        if version is None:
-            # owned_note reads the grant and the note in one statement
-            with read_statement(self.services.engine) as conn:
-                _, note, uri = owned_note(
-                    conn, ctx, args["workspaceUri"], args["noteId"], write=False
-                )
-        else:
-            with read_tx(self.services.engine) as conn:
-                _, note, uri = owned_note(
-                    conn, ctx, args["workspaceUri"], args["noteId"], write=False
-                )
+        # owned_note reads the grant and the note in one statement; the indexes (tags,
+        # properties, link counts) in the same snapshot
+        with read_tx(self.services.engine) as conn:
+            _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
+            if version is not None:
                 past = self._past(conn, note, version)
-        shown = note if past is None else _as_record(note, past)
-        result = self.bounded(shown, uri, args)
+            if past is None:
+                shown = note
+                view = full_note(conn, note, uri, link_counts=True)
+            else:
+                shown = _as_record(note, past)
+                view = past_note(conn, shown, uri, past.front_matter or "")
+        result = self.bounded(shown, view, args)
         if past is not None:
             result["currentVersion"] = note.version
         return ToolResult(result)
@@ -127,7 +127,10 @@ class ReadNote(Tool):
             )
         return found
 
-    def bounded(self, note: NoteRecord, uri: str, args: dict[str, Any]) -> dict[str, Any]:
+    def bounded(
+        self, note: NoteRecord, view: dict[str, Any], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The result for ``note`` shown as ``view`` (a full note), its body bounded."""
         # Loaded on the first read, not at every start (cold start answers tools/list first).
         from notes_server.tools.outline import outline
         from notes_server.tools.sections import select_section
@@ -142,9 +145,7 @@ class ReadNote(Tool):
         offset = start + args.get("offset", 0)
         limit = args.get("limit", DEFAULT_LIMIT)
         stop = min(end, offset + limit)
-        shown = body[offset:stop] if offset < end else ""
-        view = note_full(note, uri)
-        view["body"] = shown
+        view["body"] = body[offset:stop] if offset < end else ""
         result: dict[str, Any] = {
             "note": view,
             "outline": [h.as_json() for h in headings],

@@ -23,11 +23,13 @@ from notes_server.tools.delete import DeleteNote
 from notes_server.tools.edit import EditNote
 from notes_server.tools.folder_import import ImportFolder
 from notes_server.tools.history import NoteHistory, RevertNote
+from notes_server.tools.links import NoteLinks
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
 from notes_server.tools.resources import NoteResources, NoteTemplate
 from notes_server.tools.search import SearchNotes
 from notes_server.tools.services import Services
+from notes_server.tools.tags import ListTags
 from notes_server.tools.update import UpdateNote
 
 SHIPPED: tuple[type[Tool], ...] = (
@@ -41,6 +43,8 @@ SHIPPED: tuple[type[Tool], ...] = (
     ArchiveNote,
     RestoreNote,
     ImportFolder,
+    NoteLinks,
+    ListTags,
     NoteHistory,
     RevertNote,
 )

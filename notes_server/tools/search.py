@@ -9,7 +9,9 @@ import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams
+from notes_server.markup.tags import tag_key
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.described import TAGS_ARGUMENT, tag_arguments, tags_by_note
 from notes_server.tools.scope import authorize, contain
 from notes_server.tools.views import NOTE_SUMMARY_PROPERTIES, WORKSPACE_URI, note_summary, schema
 
@@ -21,8 +23,11 @@ MAX_LIMIT = 100
 MAX_OFFSET = 10_000
 
 
-def _query_digest(workspace: str, query: str, include_archived: bool, mode: str) -> str:
-    material = json.dumps([workspace, query, include_archived, mode], ensure_ascii=False)
+def _query_digest(
+    workspace: str, query: str, include_archived: bool, mode: str, tags: list[str] | None = None
+) -> str:
+    keyed = sorted({tag_key(tag) for tag in tags or ()})
+    material = json.dumps([workspace, query, include_archived, mode, *keyed], ensure_ascii=False)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -69,7 +74,8 @@ class SearchNotes(Tool):
         "first: notes holding more of the query's words (or the exact phrase) rank higher, and "
         "words inside Chinese, Japanese, Korean or Thai text are found as substrings. Without "
         "`query`, lists notes by most recent update. Archived notes are left out unless "
-        "`includeArchived` is true. Pass `nextCursor` back as `cursor` for more. Modes offered "
+        "`includeArchived` is true. `tags` keeps only notes carrying every one of them "
+        "(case-insensitive). Pass `nextCursor` back as `cursor` for more. Modes offered "
         "by this server: keyword."
     )
     input_schema = schema(
@@ -79,6 +85,7 @@ class SearchNotes(Tool):
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
             "cursor": {"type": "string", "maxLength": 200},
             "includeArchived": {"type": "boolean"},
+            "tags": TAGS_ARGUMENT,
             "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"]},
         },
         ["workspaceUri"],
@@ -125,9 +132,10 @@ class SearchNotes(Tool):
                 f"server (offered: {', '.join(offered)}); semantic search needs the "
                 "'semantic' extra and its index"
             )
+        tag_filter = tag_arguments(self.name, args.get("tags"), "tags")
         with read_tx(self.services.engine) as conn:
             workspace = authorize(conn, ctx, args["workspaceUri"], write=False)
-            digest = _query_digest(workspace.uri, query, include_archived, mode)
+            digest = _query_digest(workspace.uri, query, include_archived, mode, tag_filter)
             offset = decode_cursor(args["cursor"], digest) if "cursor" in args else 0
             hits: list[tuple[SearchHit, tuple[str, ...]]]
             if mode == "keyword" or not query:
@@ -139,6 +147,7 @@ class SearchNotes(Tool):
                     include_archived=include_archived,
                     limit=limit + 1,
                     offset=offset,
+                    tags=tag_filter,
                 )
                 hits = [(h, signals) for h in found]
             else:
@@ -153,12 +162,14 @@ class SearchNotes(Tool):
                     include_archived=include_archived,
                     limit=limit + 1,
                     offset=offset,
+                    tags=tag_filter,
                 )
                 hits = [(h.hit, h.matched_by) for h in fused]
+            shown = tags_by_note(conn, [h.note for h, _ in hits[:limit]])
         items = []
         for hit, matched_by in hits[:limit]:
             item = {
-                **note_summary(hit.note, contain(workspace, hit.note)),
+                **note_summary(hit.note, contain(workspace, hit.note), shown[hit.note.id]),
                 "snippet": hit.snippet,
                 "score": hit.rank,
                 "matchedBy": list(matched_by),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,11 +28,18 @@ NOTE_SUMMARY_PROPERTIES: dict[str, Any] = {
     "createdAt": {"type": "string"},
     "updatedAt": {"type": "string"},
     "archived": {"type": "boolean"},
+    "tags": {"type": "array", "items": {"type": "string"}},
 }
+# The front matter keys beyond id/title/created/updated/tags that read as values.
+PROPERTIES_SCHEMA: dict[str, Any] = {"type": "object"}
 NOTE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {**NOTE_SUMMARY_PROPERTIES, "body": {"type": "string"}},
-    "required": [*NOTE_SUMMARY_PROPERTIES, "body"],
+    "properties": {
+        **NOTE_SUMMARY_PROPERTIES,
+        "body": {"type": "string"},
+        "properties": PROPERTIES_SCHEMA,
+    },
+    "required": [*NOTE_SUMMARY_PROPERTIES, "body", "properties"],
 }
 NOTE_OUTPUT: dict[str, Any] = {
     "type": "object",
@@ -53,7 +61,7 @@ def iso(moment: datetime | None) -> str | None:
     return "%04d-%02d-%02dT%02d:%02d:%02dZ" % fields  # noqa: UP031
 
 
-def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:
+def note_summary(note: NoteRecord, uri: str, tags: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "id": note.id,
         "title": note.title,
@@ -63,11 +71,17 @@ def note_summary(note: NoteRecord, uri: str) -> dict[str, Any]:
         "createdAt": iso(note.created_at),
         "updatedAt": iso(note.updated_at),
         "archived": note.archived,
+        "tags": list(tags),
     }
 
 
-def note_full(note: NoteRecord, uri: str) -> dict[str, Any]:
-    return {**note_summary(note, uri), "body": note.body}
+def note_full(
+    note: NoteRecord,
+    uri: str,
+    tags: Sequence[str] = (),
+    properties: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {**note_summary(note, uri, tags), "body": note.body, "properties": properties or {}}
 
 
 def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

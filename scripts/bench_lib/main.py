@@ -21,6 +21,7 @@ from bench_lib import (
     http_bench,
     http_load,
     legacy_http_load,
+    links,
     pg,
     report,
     search,
@@ -29,7 +30,7 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "history")
+SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "links", "history")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class Plan:
     pg_search_notes: int
     history_edits: int
     history_calls: int
+    links_notes: int = 100_000
+    links_per_note: int = 10
+    links_calls: int = 400
 
 
 FULL = Plan(
@@ -115,6 +119,8 @@ QUICK = Plan(
     pg_reps=1,
     pg_seconds=1.0,
     pg_search_notes=10_000,
+    links_notes=2_000,
+    links_calls=60,
     history_edits=50,
     history_calls=50,
 )
@@ -311,6 +317,16 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             search_queries=plan.search_queries,
         )
         results.timings["postgresql"] = time.perf_counter() - t0
+    if "links" in only:
+        t0 = time.perf_counter()
+        links.run(
+            results,
+            workdir,
+            notes=plan.links_notes,
+            links=plan.links_per_note,
+            calls=plan.links_calls,
+        )
+        results.timings["links"] = time.perf_counter() - t0
     if "history" in only:
         t0 = time.perf_counter()
         problem = pg.reachable()

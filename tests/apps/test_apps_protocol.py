@@ -135,6 +135,7 @@ def test_the_timeline_structured_content_carries_notes_and_day_counts(
         "createdAt": "2026-03-01T08:00:00Z",
         "updatedAt": "2026-03-01T08:00:00Z",
         "archived": False,
+        "tags": [],
         "snippet": "Planted tomatoes",
     }
 

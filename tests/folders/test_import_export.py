@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +282,52 @@ def test_a_byte_order_mark_does_not_hide_the_front_matter(run: Run, vault: Path,
     import_json(run, vault)
 
     assert [(r[2], r[3]) for r in rows(db)] == [("With BOM", "body\n")]
+
+
+def tag_rows(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT n.path, t.tag FROM note_tags t JOIN notes n ON n.id = t.note_id "
+            "ORDER BY n.path, t.tag_key"
+        ).fetchall()
+
+
+def test_import_reads_tags_and_links_and_export_writes_tags_and_properties_set_later(
+    run: Run, vault: Path, db: Path, tmp_path: Path
+) -> None:
+    from notes_server.markup.properties import with_changes
+    from notes_server.store import folders, notes
+    from notes_server.store.engine import make_engine, write_tx
+
+    (vault / "a.md").write_text("---\ntags: [Front, shared]\nstatus: draft\n---\n#body\n", "utf-8")
+    (vault / "b.md").write_text("links to [[a]] and [a](a.md) #Shared\n", "utf-8")
+    import_json(run, vault)
+    assert tag_rows(db) == [
+        ("a.md", "body"),
+        ("a.md", "Front"),
+        ("a.md", "shared"),
+        ("b.md", "Shared"),
+    ]
+    with sqlite3.connect(db) as conn:
+        targets = conn.execute("SELECT target, target_id IS NOT NULL FROM note_links").fetchall()
+    assert sorted(targets) == [("a", 1), ("a.md", 1)]  # [[a]]: the title from the file name
+
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        with write_tx(engine) as conn:
+            note = notes.get_note_by_path(conn, WS, "a.md")
+            assert note is not None
+            extra = folders.extras(conn, [note.id])[note.id]
+            changed = with_changes(extra, {"tags": ["new"], "due": 3})
+            notes.update_fields(conn, note, now=datetime.now(UTC), extra=changed)
+    finally:
+        engine.dispose()
+    out = tmp_path / "out"
+    assert run("export", "--workspace", WS, str(out), "--json").exit_code == 0
+
+    text = (out / "a.md").read_text("utf-8")
+    assert "tags:\n  - new\nstatus: draft\ndue: 3\n---\n#body\n" in text
+    assert tag_rows(db)[:2] == [("a.md", "body"), ("a.md", "new")]
 
 
 def revisions(db: Path) -> list[tuple[Any, ...]]:

@@ -190,8 +190,9 @@ def test_read_returns_the_note(call_tool: Call, server: McpServer, notes_ws: str
 
     result = tool_result(call_tool("notes_read", {"workspaceUri": NOTES, "noteId": note["id"]}))
 
+    no_links = {"outgoing": 0, "unresolved": 0, "incoming": 0}
     assert result["structuredContent"] == {
-        "note": note,
+        "note": {**note, "links": no_links},
         "outline": [],
         "bodyLength": 8,
         "offset": 0,

@@ -1,0 +1,168 @@
+"""Links in a note body: ``[[Target]]`` (with ``#Heading`` and ``|shown text``) and markdown
+links to ``.md`` files, never inside code; where each one's target text sits, so a rename can
+rewrite it in place.
+
+A wiki target is a workspace-relative path or a title (the store tries the path first); a
+markdown target is a path relative to the linking note's folder, percent-decoded.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import NamedTuple
+from urllib.parse import quote, unquote
+
+from notes_server.markup.code import mask_code
+
+WIKI = "wiki"
+MARKDOWN = "markdown"
+MAX_TARGET = 1024
+CONTEXT = 60  # characters of context on each side of a backlink
+
+_WIKI = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
+# [text](destination "optional title"); an image (a leading "!", checked by the caller: a
+# lookbehind here would cost the search its literal prefix) is not a link to a note.
+_MARKDOWN = re.compile(r"\[([^\[\]\n]*)\]\(([^()\s]+)((?:\s+\"[^\"\n]*\")?)\)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# What a rewritten wiki target may not contain, or the link would read differently.
+_WIKI_UNSAFE = re.compile(r"[\[\]|#\n]")
+
+
+class Link(NamedTuple):
+    """One link: its kind, its target as written (a markdown target decoded), the heading
+    after ``#`` (or None), the shown text (or None), and spans: the whole link, and the
+    target text as it sits in the body (what a rewrite replaces)."""
+
+    kind: str
+    target: str
+    heading: str | None
+    label: str | None
+    start: int
+    end: int
+    target_start: int
+    target_end: int
+
+
+def parse_links(body: str) -> list[Link]:
+    """Every link of ``body`` outside code, in order of appearance."""
+    if "[" not in body:
+        return []
+    masked = mask_code(body)
+    found: list[Link] = []
+    for match in _WIKI.finditer(masked):
+        raw = body[match.start(1) : match.end(1)]
+        target = raw.strip()
+        if not target or len(target) > MAX_TARGET:
+            continue  # [[#Heading]] points into the note itself
+        lead = len(raw) - len(raw.lstrip())
+        heading = _part(body, match, 2)
+        label = _part(body, match, 3)
+        start = match.start(1) + lead
+        found.append(
+            Link(
+                WIKI, target, heading, label, match.start(), match.end(), start, start + len(target)
+            )
+        )
+    for match in _MARKDOWN.finditer(masked):
+        if match.start() > 0 and masked[match.start() - 1] == "!":
+            continue
+        destination = body[match.start(2) : match.end(2)]
+        parsed = _markdown_target(destination)
+        if parsed is None:
+            continue
+        path, heading = parsed
+        label = body[match.start(1) : match.end(1)]
+        found.append(
+            Link(
+                MARKDOWN,
+                path,
+                heading,
+                label,
+                match.start(),
+                match.end(),
+                match.start(2),
+                match.start(2) + len(destination.split("#", 1)[0]),
+            )
+        )
+    found.sort(key=lambda link: link.start)
+    return found
+
+
+def _part(body: str, match: re.Match[str], group: int) -> str | None:
+    if match.group(group) is None:
+        return None
+    return body[match.start(group) : match.end(group)].strip() or None
+
+
+def _markdown_target(destination: str) -> tuple[str, str | None] | None:
+    """(decoded path, heading) of a destination naming a ``.md`` file, else None (a URL, an
+    anchor in this note, another kind of file)."""
+    if _SCHEME.match(destination) or destination.startswith(("#", "//")):
+        return None
+    path, _, fragment = destination.partition("#")
+    path = unquote(path)
+    if not path.lower().endswith(".md") or len(path) > MAX_TARGET:
+        return None
+    heading = unquote(fragment).strip() or None
+    return path, heading
+
+
+def resolve_relative(source_path: str, target: str) -> str | None:
+    """A markdown link's target as a workspace path, from the linking note's path: relative
+    to its folder, or to the workspace with a leading ``/``; None if it climbs out."""
+    base = [] if target.startswith("/") else source_path.split("/")[:-1]
+    parts = list(base)
+    for segment in target.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(segment)
+    if not parts:
+        return None
+    return unicodedata.normalize("NFC", "/".join(parts))
+
+
+def relative_path(source_path: str, target_path: str) -> str:
+    """The relative path from the folder of ``source_path`` to ``target_path`` (both
+    workspace paths), as a markdown link would write it (percent-encoded where needed)."""
+    source = source_path.split("/")[:-1]
+    target = target_path.split("/")
+    common = 0
+    while common < len(source) and common < len(target) - 1 and source[common] == target[common]:
+        common += 1
+    parts = [".."] * (len(source) - common) + target[common:]
+    return quote("/".join(parts), safe="/-_.~!$&'*+,;=:@")
+
+
+def wiki_target_for(title: str, path: str) -> str | None:
+    """What a ``[[...]]`` rewritten to point at a note should say: its title, or its path
+    when the title has a character a wiki link cannot hold, else None (left as it is)."""
+    for candidate in (title, path):
+        if candidate and not _WIKI_UNSAFE.search(candidate) and candidate == candidate.strip():
+            return candidate
+    return None
+
+
+def context_of(body: str, link: Link, width: int = CONTEXT) -> str:
+    """A short, one-line excerpt of ``body`` around ``link`` (for a backlink)."""
+    start = max(0, link.start - width)
+    end = min(len(body), link.end + width)
+    excerpt = " ".join(body[start:end].split())
+    return ("…" if start > 0 else "") + excerpt + ("…" if end < len(body) else "")
+
+
+def rewrite(body: str, replacements: list[tuple[int, int, str]]) -> str:
+    """``body`` with each (start, end) span replaced by its text; spans must not overlap."""
+    out: list[str] = []
+    position = 0
+    for start, end, text in sorted(replacements):
+        out.append(body[position:start])
+        out.append(text)
+        position = end
+    out.append(body[position:])
+    return "".join(out)

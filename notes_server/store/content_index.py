@@ -1,0 +1,375 @@
+"""What a note's text says about other notes: its links (resolved to notes of the same
+workspace where possible) and its tags, kept in `note_links` and `note_tags`.
+
+`index_note_content` is THE hook: every write of a note's title, body, path, workspace or
+front matter calls it in the same transaction (today `notes.insert_row`, `update_fields`,
+`folders.replace_content` and `folders.move_note`; a new write path must call it too), and
+`forget_note` runs with every delete. The index is derived data: `reindex_all` rebuilds it.
+
+Resolution, per link: the note at exactly its path, else the one note whose title key equals
+its title key (a markdown link only by path); none or several: unresolved (target_id NULL).
+A link never resolves across workspaces. When a note appears, changes title or path, moves or
+goes, the links that could name it (old and new keys) are resolved again, so a dangling link
+resolves by itself once its note exists, and an ambiguous one once only one candidate is left.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+
+from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
+from notes_server.markup.properties import front_matter_tags
+from notes_server.markup.tags import body_tags, tag_key, unique
+from notes_server.store.engine import FastRead, FastWrite, driver_connection, uses_driver
+from notes_server.store.keys import title_key
+from notes_server.store.models import front_matter_table as front
+from notes_server.store.models import links_table as links
+from notes_server.store.models import notes_table as notes
+from notes_server.store.models import tags_table as tags
+
+MAX_TITLE_TARGET = 500  # longer than any title: a wiki target this long can only be a path
+CHUNK = 500
+
+# The statements of every write, built once and run on the driver on SQLite (as the notes
+# repository does): building and compiling them per write cost more than running them.
+_DELETE_LINKS = FastWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
+_DELETE_TAGS = FastWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
+_INSERT_LINK = insert(links)
+_INSERT_TAG = insert(tags)
+_EXTRA = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+# The links that could name a note by one of two paths or two title keys (a note's old and
+# new ones; the same twice when there is one), each side through its own index.
+_WAITING = FastRead(
+    select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
+        or_(
+            and_(
+                links.c.workspace == bindparam("workspace"),
+                links.c.path_key.in_([bindparam("path1"), bindparam("path2")]),
+            ),
+            and_(
+                links.c.workspace == bindparam("workspace"),
+                links.c.title_key.in_([bindparam("title1"), bindparam("title2")]),
+            ),
+        )
+    )
+)
+_RETARGET = (
+    update(links)
+    .where(links.c.id == bindparam("link_id"))
+    .values(target_id=bindparam("resolved_to"))
+)
+
+
+_LINK_COLUMNS = (
+    "workspace",
+    "note_id",
+    "position",
+    "kind",
+    "target",
+    "heading",
+    "path_key",
+    "title_key",
+    "target_id",
+    "context",
+)
+_TAG_COLUMNS = ("note_id", "tag_key", "workspace", "tag")
+
+
+def _insert_sql(table: str, columns: Sequence[str]) -> tuple[str, Sequence[str]]:
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", columns
+
+
+_LINK_SQL = _insert_sql("note_links", _LINK_COLUMNS)
+_TAG_SQL = _insert_sql("note_tags", _TAG_COLUMNS)
+
+
+def _insert(
+    conn: Connection,
+    statement: Any,
+    driver_sql: tuple[str, Sequence[str]],
+    rows: list[dict[str, Any]],
+) -> None:
+    """Insert many rows: one executemany on the driver (plain text and numbers: no type
+    processing needed), else through Core."""
+    if uses_driver(conn):
+        sql, columns = driver_sql
+        driver_connection(conn).executemany(sql, [[row[c] for c in columns] for row in rows])
+    else:
+        conn.execute(statement, rows)
+
+
+def _write(stmt: FastWrite, conn: Connection, values: dict[str, Any]) -> None:
+    if uses_driver(conn):
+        stmt.rowcount(conn, values)
+    else:
+        conn.execute(stmt.statement, values)
+
+
+def _read(stmt: FastRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
+    if uses_driver(conn):
+        return stmt.all(conn, values)
+    return conn.execute(stmt.statement, values).all()
+
+
+class Indexed(Protocol):
+    """What indexing needs of a note (a `notes.NoteRecord` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
+class LinkKeys(NamedTuple):
+    """What a parsed link can match: a workspace path, a title key (None: path only)."""
+
+    path_key: str | None
+    title_key: str | None
+
+
+def link_keys(source_path: str, link: Link) -> LinkKeys | None:
+    """The keys of ``link`` in a note at ``source_path``; None if it can name no note (a
+    relative path that climbs out of the workspace)."""
+    if link.kind == MARKDOWN:
+        path = resolve_relative(source_path, link.target)
+        return None if path is None else LinkKeys(path, None)
+    path_key = unicodedata.normalize("NFC", link.target.removeprefix("/")) or None
+    key = title_key(link.target) if len(link.target) <= MAX_TITLE_TARGET else None
+    return LinkKeys(path_key, key or None)
+
+
+def note_tags(body: str, extra: str) -> list[str]:
+    """A note's tags: front matter first, then the body's, each once, as first written."""
+    return unique([*front_matter_tags(extra), *body_tags(body)])
+
+
+def index_note_content(
+    conn: Connection,
+    note: Indexed,
+    *,
+    extra: str | None = None,
+    previous: Indexed | None = None,
+    new: bool = False,
+) -> None:
+    """Rebuild the links and tags of ``note`` (as now stored), then resolve again the links
+    that could name it by its current or its ``previous`` path and title. ``extra``: its
+    front matter lines, read from the store when not given; ``new``: just inserted."""
+    if not new:
+        _write(_DELETE_LINKS, conn, {"note_id": note.id})
+        _write(_DELETE_TAGS, conn, {"note_id": note.id})
+    if extra is None:
+        found = _read(_EXTRA, conn, {"note_id": note.id})
+        extra = str(found[0][0]) if found else ""
+    _write_links(conn, note)
+    rows = [
+        {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
+        for tag in note_tags(note.body, extra)
+    ]
+    if rows:
+        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
+    if previous is None:
+        _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
+    elif (previous.workspace, previous.path, previous.title) != (
+        note.workspace,
+        note.path,
+        note.title,
+    ):
+        keys = ([previous.path, note.path], [title_key(previous.title), title_key(note.title)])
+        if previous.workspace != note.workspace:
+            _reresolve(conn, previous.workspace, [previous.path], [title_key(previous.title)])
+            keys = ([note.path], [title_key(note.title)])
+        _reresolve(conn, note.workspace, *keys)
+
+
+def forget_note(conn: Connection, note: Indexed) -> None:
+    """A note is gone: drop its links and tags; links that named it resolve again (to nothing,
+    or to the one note left with that title)."""
+    _write(_DELETE_LINKS, conn, {"note_id": note.id})
+    _write(_DELETE_TAGS, conn, {"note_id": note.id})
+    _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
+
+
+def _write_links(conn: Connection, note: Indexed) -> None:
+    parsed = []
+    for position, link in enumerate(parse_links(note.body)):
+        keys = link_keys(note.path, link)
+        if keys is not None:
+            parsed.append((position, link, keys))
+    if not parsed:
+        return
+    resolve = Resolver.load(conn, note.workspace, [keys for _, _, keys in parsed])
+    _insert(
+        conn,
+        _INSERT_LINK,
+        _LINK_SQL,
+        [
+            {
+                "workspace": note.workspace,
+                "note_id": note.id,
+                "position": position,
+                "kind": link.kind,
+                "target": link.target,
+                "heading": link.heading[:500] if link.heading else None,
+                "path_key": keys.path_key,
+                "title_key": keys.title_key,
+                "target_id": resolve(keys),
+                "context": context_of(note.body, link)[:400],
+            }
+            for position, link, keys in parsed
+        ],
+    )
+
+
+class Resolver:
+    """Which note each of a set of link keys names in one workspace (two indexed reads)."""
+
+    def __init__(self, by_path: dict[str, str], by_title: dict[str, list[str]]) -> None:
+        self.by_path = by_path
+        self.by_title = by_title
+
+    @classmethod
+    def load(cls, conn: Connection, workspace: str, keys: Iterable[LinkKeys]) -> Resolver:
+        wanted = list(keys)
+        paths = sorted({k.path_key for k in wanted if k.path_key})
+        titles = sorted({k.title_key for k in wanted if k.title_key})
+        by_path: dict[str, str] = {}
+        by_title: dict[str, list[str]] = {}
+        if uses_driver(conn):
+            return cls._on_driver(conn, workspace, paths, titles)
+        for chunk in _chunks(paths):
+            rows = conn.execute(
+                select(notes.c.path, notes.c.id).where(
+                    notes.c.workspace == workspace, notes.c.path.in_(chunk)
+                )
+            )
+            by_path.update((str(path), str(note_id)) for path, note_id in rows)
+        for chunk in _chunks(titles):
+            rows = conn.execute(
+                select(notes.c.title_key, notes.c.id).where(
+                    notes.c.workspace == workspace, notes.c.title_key.in_(chunk)
+                )
+            )
+            for key, note_id in rows:
+                by_title.setdefault(str(key), []).append(str(note_id))
+        return cls(by_path, by_title)
+
+    @classmethod
+    def _on_driver(
+        cls, conn: Connection, workspace: str, paths: Sequence[str], titles: Sequence[str]
+    ) -> Resolver:
+        """The same reads on pysqlite: paths and titles in one statement per chunk."""
+        driver = driver_connection(conn)
+        by_path: dict[str, str] = {}
+        by_title: dict[str, list[str]] = {}
+        wanted_paths, wanted_titles = set(paths), set(titles)
+        for start in range(0, max(len(paths), len(titles)), CHUNK):
+            some_paths = list(paths[start : start + CHUNK])
+            some_titles = list(titles[start : start + CHUNK])
+            # Each side of the OR names the workspace itself, and an empty side is left out:
+            # only then does SQLite search both indexes instead of scanning the workspace.
+            sides, params = [], []
+            if some_paths:
+                marks = ", ".join("?" for _ in some_paths)
+                sides.append(f"(workspace = ? AND path IN ({marks}))")
+                params += [workspace, *some_paths]
+            if some_titles:
+                marks = ", ".join("?" for _ in some_titles)
+                sides.append(f"(workspace = ? AND title_key IN ({marks}))")
+                params += [workspace, *some_titles]
+            sql = "SELECT path, title_key, id FROM notes WHERE " + " OR ".join(sides)
+            for path, key, note_id in driver.execute(sql, params).fetchall():
+                if path in wanted_paths:
+                    by_path[path] = note_id
+                if key in wanted_titles and note_id not in by_title.get(key, ()):
+                    by_title.setdefault(key, []).append(note_id)
+        return cls(by_path, by_title)
+
+    def __call__(self, keys: LinkKeys) -> str | None:
+        if keys.path_key is not None and keys.path_key in self.by_path:
+            return self.by_path[keys.path_key]
+        if keys.title_key is not None:
+            found = self.by_title.get(keys.title_key, [])
+            if len(found) == 1:
+                return found[0]
+        return None
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start : start + CHUNK]
+
+
+def _reresolve(
+    conn: Connection, workspace: str, paths: Sequence[str], title_keys: Sequence[str]
+) -> None:
+    """Resolve again every link of ``workspace`` whose path or title key is one of these (at
+    most two of each: a note's old and new ones)."""
+    path1, path2 = (list(paths) * 2)[:2]
+    title1, title2 = (list(title_keys) * 2)[:2]
+    values = {
+        "workspace": workspace,
+        "path1": path1,
+        "path2": path2,
+        "title1": title1,
+        "title2": title2,
+    }
+    rows = _read(_WAITING, conn, values)
+    if not rows:
+        return
+    resolve = Resolver.load(conn, workspace, [LinkKeys(r[1], r[2]) for r in rows])
+    changed: list[dict[str, Any]] = []
+    for link_id, path_key, key, current in rows:
+        target = resolve(LinkKeys(path_key, key))
+        if target != current:
+            changed.append({"link_id": link_id, "resolved_to": target})
+    if changed and uses_driver(conn):
+        driver_connection(conn).executemany(
+            "UPDATE note_links SET target_id = ? WHERE id = ?",
+            [(row["resolved_to"], row["link_id"]) for row in changed],
+        )
+    elif changed:
+        conn.execute(_RETARGET, changed)
+
+
+def reindex_all(conn: Connection, batch: int = 1000) -> int:
+    """Rebuild the index of every note (all workspaces); returns how many notes."""
+    conn.execute(delete(links))
+    conn.execute(delete(tags))
+    last = 0
+    count = 0
+    columns = (notes.c.seq, notes.c.id, notes.c.workspace, notes.c.path, notes.c.title)
+    while True:
+        rows = conn.execute(
+            select(*columns, notes.c.body, front.c.extra)
+            .outerjoin(front, front.c.note_id == notes.c.id)
+            .where(notes.c.seq > last)
+            .order_by(notes.c.seq)
+            .limit(batch)
+        ).all()
+        if not rows:
+            break
+        for row in rows:
+            note = _Row(row[1], row[2], row[3], row[4], row[5])
+            index_note_content(conn, note, extra=row[6] or "", new=True, previous=note)
+        last = rows[-1][0]
+        count += len(rows)
+    return count
+
+
+class _Row(NamedTuple):
+    id: str
+    workspace: str
+    path: str
+    title: str
+    body: str
