@@ -259,7 +259,10 @@ def test_an_attacker_workspace_linking_to_victim_titles_learns_nothing(
         mallory.raw("notes_tags", workspaceUri=NOTES),
         mallory.raw("notes_search", workspaceUri=NOTES, tags=["confidential"]),
     ):
-        assert reply["error"] == {"code": -32602, "message": WORKSPACE_DENIED}
+        # The refusal lists only mallory's own workspace: nothing of alice's.
+        assert reply["error"]["code"] == -32602
+        assert reply["error"]["data"] == {"usableWorkspaces": [EVIL]}
+        assert reply["error"]["message"].startswith(WORKSPACE_DENIED)
 
 
 def test_notes_links_of_an_unknown_note_is_a_tool_error(alice: Client) -> None:
