@@ -56,9 +56,15 @@ class StdioSession:
             "method": method,
             "params": {**params, "_meta": request_meta(capabilities)},
         }
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
+        # In flight before the first byte leaves: a Ctrl-C that lands while the server already
+        # works on it must find it, or the form that round opens is never cancelled.
         self.in_flight = request_id
+        try:
+            self.process.stdin.write(json.dumps(message).encode() + b"\n")
+            self.process.stdin.flush()
+        except BaseException:
+            self.in_flight = None
+            raise
         return request_id
 
     def receive(self, request_id: int) -> dict[str, Any]:
