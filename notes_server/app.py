@@ -14,9 +14,9 @@ from notes_server.config import (
     SettingsError,
     worker_config,
 )
-from notes_server.extensions.base import Extension
-from notes_server.extensions.registry import ExtensionRegistry
-from notes_server.protocol.dispatch import McpServer
+from notes_server.features.extension import Extension
+from notes_server.features.registry import ExtensionRegistry
+from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services
@@ -131,7 +131,7 @@ def create_http_app(
     auth = build_authenticator(settings, http, services)
     routes = list(composed.http_routes())
     if http.auth == "oauth":
-        from notes_server.oauth.routes import oauth_routes
+        from notes_server.features.oauth.routes import oauth_routes
 
         assert http.public_url, "checked at start-up"
         routes.extend(

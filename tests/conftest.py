@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from notes_server.app import create_app
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.services import Services
 from tests import pg_support

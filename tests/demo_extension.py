@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from notes_server.errors import InvalidParams
-from notes_server.extensions.base import Extension
+from notes_server.features.extension import Extension
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.services import Services
 

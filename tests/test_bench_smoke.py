@@ -97,7 +97,7 @@ def test_the_postgresql_section_says_it_was_skipped_when_no_server_answers(
 
 def test_the_runtime_package_imports_no_benchmark_dependency() -> None:
     probe = (
-        "import sys, notes_server.cli, notes_server.app, notes_server.store.notes, "
+        "import sys, notes_server.cli.main, notes_server.app, notes_server.store.notes, "
         "notes_server.transports.stdio; "
         f"print(sorted(m for m in {BENCH_EXTRA!r} if m in sys.modules))"
     )

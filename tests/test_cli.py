@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.store.migrate import HEAD, sqlite_revision
 
 Run = Callable[..., Result]

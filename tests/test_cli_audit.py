@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.store import audit
 from notes_server.store.audit import AuditRecord
 from tests.helpers import subprocess_env

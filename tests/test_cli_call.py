@@ -324,7 +324,7 @@ def test_call_in_the_terminal_asks_for_the_note_then_yes_no_and_no_declines(
 
 
 def test_the_terminal_form_asks_yes_no_questions_after_the_choice_whatever_the_order() -> None:
-    from notes_server.client.forms import fill_form
+    from notes_server.cli.client.forms import fill_form
 
     schema = {
         "type": "object",

@@ -124,7 +124,7 @@ def test_json_with_a_number_for_a_string_gets_the_servers_schema_error(
 
 
 def test_array_and_object_properties_need_json() -> None:
-    from notes_server.client.arguments import ArgumentTypeError, convert_arguments
+    from notes_server.cli.client.arguments import ArgumentTypeError, convert_arguments
 
     schema = {
         "properties": {

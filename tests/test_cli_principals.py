@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 
 JWT_USER = "https://idp.example|alice"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.tools.registry import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, update
 
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import EncodedResult, encode_result
+from notes_server.protocol.server import McpServer
 from notes_server.security import uri
 from notes_server.store import grants, notes, search
 from notes_server.store.engine import read_tx, write_tx
@@ -219,7 +219,7 @@ def test_serving_discover_and_tools_list_loads_no_sqlalchemy(
     """Cold start: the first answers come before the store (SQLAlchemy) is imported."""
     probe = f"""
 import json, sys
-from notes_server.cli_database import ensure_schema
+from notes_server.cli.database import ensure_schema
 from notes_server.app import create_app
 from notes_server.config import build_settings
 settings = build_settings(db={settings.db_url!r}, principal="alice")
@@ -290,15 +290,15 @@ def test_a_stdio_serve_answers_discover_without_loading_the_other_commands(
     }
 
     assert json.loads(done.stdout)["result"]["resultType"] == "complete"
-    assert "notes_server.cli" in imported
+    assert "notes_server.cli.main" in imported
     unwanted = {
-        "notes_server.cli_call",
-        "notes_server.client.session",
-        "notes_server.cli_token",
-        "notes_server.cli_audit",
-        "notes_server.cli_folders",
-        "notes_server.cli_host_config",
-        "notes_server.cli_workspace",
+        "notes_server.cli.call",
+        "notes_server.cli.client.session",
+        "notes_server.cli.token",
+        "notes_server.cli.audit",
+        "notes_server.cli.folders",
+        "notes_server.cli.host_config",
+        "notes_server.cli.workspace",
         "socket",
     }
     assert sorted(unwanted & imported) == []

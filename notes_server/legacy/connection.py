@@ -49,7 +49,7 @@ from notes_server.transports.stdio import (
 )
 
 if TYPE_CHECKING:
-    from notes_server.protocol.dispatch import McpServer
+    from notes_server.protocol.server import McpServer
 
 log = logging.getLogger("notes_server.legacy")
 

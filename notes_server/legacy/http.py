@@ -54,7 +54,6 @@ from notes_server.legacy.translate import (
     is_modern,
     is_response,
 )
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -65,6 +64,7 @@ from notes_server.protocol.envelope import (
     parse_json,
 )
 from notes_server.protocol.progress import progress_token
+from notes_server.protocol.server import McpServer
 from notes_server.protocol.versions import LATEST
 from notes_server.transports.http_responses import error_response
 from notes_server.transports.http_threads import WorkerThreads

@@ -65,7 +65,7 @@ from notes_server.protocol.log_messages import check_level
 from notes_server.protocol.progress import Emit, progress_sink
 
 if TYPE_CHECKING:
-    from notes_server.protocol.dispatch import McpServer
+    from notes_server.protocol.server import McpServer
 
 MAX_NAME_ECHO = 64
 ROOTS_NOT_ANSWERED = "The server stopped waiting for the roots/list answer"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from notes_server.extensions.base import ResourceProvider, ResourceTemplate
+from notes_server.features.extension import ResourceProvider, ResourceTemplate
 
 if TYPE_CHECKING:
-    from notes_server.prompts.base import PromptRegistry
+    from notes_server.features.prompts.base import PromptRegistry
     from notes_server.protocol.envelope import EncodedResult
     from notes_server.tools.registry import ToolRegistry
 

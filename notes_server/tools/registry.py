@@ -12,16 +12,16 @@ import importlib
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from notes_server.apps.extension import apps_extension
 from notes_server.config import SettingsError
-from notes_server.extensions.base import Extension, ToolMetaHook, ToolMetaVariant
-from notes_server.prompts.notes import SHIPPED_PROMPTS
+from notes_server.features.apps.extension import apps_extension
+from notes_server.features.extension import Extension, ToolMetaHook, ToolMetaVariant
+from notes_server.features.folders.tool import ImportFolder
+from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
 from notes_server.tools.delete import DeleteNote
 from notes_server.tools.edit import EditNote
-from notes_server.tools.folder_import import ImportFolder
 from notes_server.tools.history import NoteHistory, RevertNote
 from notes_server.tools.links import NoteLinks
 from notes_server.tools.move import MoveNote
@@ -166,7 +166,7 @@ def builtin_extensions(
     approval page's origin) `notes_purge` and its approval page, then each tools module."""
     served = [notes_extension(services), apps_extension(services)]
     if page_base is not None:
-        from notes_server.approval.extension import purge_extension
+        from notes_server.features.purge.extension import purge_extension
 
         served.append(purge_extension(services, page_base))
     return [*served, *(tools_module_extension(m, services) for m in tools_modules)]

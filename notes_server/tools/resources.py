@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from notes_server.errors import InvalidParams, StoreError, UriError
-from notes_server.extensions.resources import not_found
+from notes_server.features.resources import not_found
 from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext

@@ -78,8 +78,8 @@ class LoopbackApprovals:
         from starlette.applications import Starlette
         from starlette.middleware import Middleware
 
-        from notes_server.approval.login import CodeLogin
-        from notes_server.approval.page import routes
+        from notes_server.features.purge.login import CodeLogin
+        from notes_server.features.purge.page import routes
         from notes_server.transports.http_guard import OriginHostGuard
         from notes_server.transports.http_limits import BodyLimitMiddleware
 

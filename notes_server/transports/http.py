@@ -32,7 +32,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.principals import consented_workspaces
 from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
 from notes_server.transports.http_cors import CorsMiddleware

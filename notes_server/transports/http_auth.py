@@ -27,13 +27,15 @@ from notes_server.transports.http_responses import json_response
 from notes_server.transports.http_threads import WorkerThreads
 
 if TYPE_CHECKING:
-    from notes_server.oauth.access import AccessTokenVerifier
+    from notes_server.features.oauth.access import AccessTokenVerifier
     from notes_server.security.jwt_auth import JwtVerifier
     from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.tools.services import Services
 
 MAX_CREDENTIAL = 8192
-ACCESS_PREFIX = "nsa_"  # notes_server.oauth.secrets.ACCESS_PREFIX, without importing Authlib
+ACCESS_PREFIX = (
+    "nsa_"  # notes_server.features.oauth.secrets.ACCESS_PREFIX, without importing Authlib
+)
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PRINCIPAL_KEY = "notes_principal"
 _PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
@@ -126,7 +128,7 @@ def build_authenticator(
         )
     oauth = None
     if http.auth == "oauth":
-        from notes_server.oauth.access import AccessTokenVerifier
+        from notes_server.features.oauth.access import AccessTokenVerifier
 
         assert http.public_url, "checked at start-up"
         oauth = AccessTokenVerifier(services, http.public_url.rstrip("/") + "/mcp")

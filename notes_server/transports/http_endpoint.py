@@ -29,8 +29,8 @@ from starlette.types import ASGIApp
 
 from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
-from notes_server.protocol.dispatch import McpServer, internal_error
 from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
+from notes_server.protocol.server import McpServer, internal_error
 from notes_server.protocol.versions import MODERN_VERSIONS
 from notes_server.transports.http_auth import (
     METADATA_PATH,

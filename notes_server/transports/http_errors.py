@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.errors import INTERNAL_ERROR
-from notes_server.protocol.dispatch import internal_error
+from notes_server.protocol.server import internal_error
 from notes_server.transports.http_responses import error_response
 from notes_server.transports.http_threads import RequestTimeout
 

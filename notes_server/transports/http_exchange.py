@@ -26,7 +26,6 @@ from notes_server.errors import (
     McpError,
     to_wire,
 )
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -39,6 +38,7 @@ from notes_server.protocol.envelope import (
 from notes_server.protocol.headers import HeaderValues, check_headers
 from notes_server.protocol.meta import read_meta_shape
 from notes_server.protocol.progress import Emit, progress_sink
+from notes_server.protocol.server import McpServer
 
 log = logging.getLogger("notes_server.http")
 

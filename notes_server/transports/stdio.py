@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import BinaryIO, Final, Protocol
 
 from notes_server.errors import InvalidRequest, to_wire
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
+from notes_server.protocol.server import McpServer
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 
 if __name__ == "__main__":
     ready, gate = int(sys.argv[1]), int(sys.argv[2])

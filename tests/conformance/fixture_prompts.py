@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notes_server.prompts.base import Prompt, PromptArgument, PromptResult, text_message
+from notes_server.features.prompts.base import Prompt, PromptArgument, PromptResult, text_message
 from notes_server.tools.base import CallContext
 from notes_server.tools.completion import Completion, bounded
 from notes_server.tools.services import Services

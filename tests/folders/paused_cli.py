@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
-from notes_server.cli import main
-from notes_server.folders.summary import Summary
+from notes_server.cli.main import main
+from notes_server.features.folders.summary import Summary
 
 if __name__ == "__main__":
     at, gate = int(sys.argv[1]), int(sys.argv[2])

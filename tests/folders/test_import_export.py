@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 
 WS = "file:///home/alice/notes"
 Run = Callable[..., Result]

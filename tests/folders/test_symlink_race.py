@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from notes_server.folders.exporter import export_note
-from notes_server.folders.importer import drafts
-from notes_server.folders.summary import Summary
-from notes_server.folders.walker import Limits, open_root
+from notes_server.features.folders.exporter import export_note
+from notes_server.features.folders.importer import drafts
+from notes_server.features.folders.summary import Summary
+from notes_server.features.folders.walker import Limits, open_root
 from notes_server.security.uri import parse_workspace_uri
 from notes_server.store.notes import NoteRecord
 
@@ -171,7 +171,7 @@ def test_the_naive_realpath_check_does_leak_under_the_same_adversary(arena: Path
 
 
 def test_sync_never_imports_a_secret_nor_writes_outside(arena: Path) -> None:
-    from notes_server.folders.sync import sync_folder
+    from notes_server.features.folders.sync import sync_folder
     from notes_server.store import migrate
     from notes_server.store.engine import make_engine
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.store import folders
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.tools.services import utc_now

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from notes_server.folders.walker import (
+from notes_server.features.folders.walker import (
     FolderError,
     Limits,
     NoteFile,

@@ -9,7 +9,7 @@ from pathlib import Path
 import notes_server
 
 PACKAGE = Path(next(iter(notes_server.__path__)))
-ALLOWED = {PACKAGE / "cli.py", PACKAGE / "app.py"}
+ALLOWED = {PACKAGE / "cli" / "main.py", PACKAGE / "app.py"}
 
 
 def imports_legacy(path: Path) -> bool:

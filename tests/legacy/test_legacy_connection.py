@@ -20,7 +20,7 @@ from notes_server.config import Settings
 from notes_server.legacy.connection import DualEraConnection
 from notes_server.legacy.session import MAX_ROUNDS
 from notes_server.legacy.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import notes
 from notes_server.store.engine import read_tx

@@ -13,7 +13,7 @@ import pytest
 from notes_server.app import create_app
 from notes_server.config import Settings
 from notes_server.legacy.connection import DualEraConnection
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
 from notes_server.transports.stdio import serve_stdio

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.oauth.cimd import MetadataFetcher, MetadataRefused, address_allowed
+from notes_server.features.oauth.cimd import MetadataFetcher, MetadataRefused, address_allowed
 from notes_server.security.sandbox import abi_version
 from notes_server.tools.services import Services
 from tests.oauth.oauth_support import ISSUER, RESOURCE, WS_A, csrf_of, pkce, query_of

@@ -9,7 +9,7 @@ from click.testing import CliRunner, Result
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.config import Settings
 from notes_server.security.passwords import verify_password
 from notes_server.store import oauth

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from tests.helpers import free_port
 from tests.oauth.oauth_support import WS_A, csrf_of, set_password
 from tests.transports.http_support import start_http_server

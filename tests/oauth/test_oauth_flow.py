@@ -220,7 +220,7 @@ def test_registration_off_serves_no_registration_endpoint(settings: Any, service
 
 
 def test_registration_is_rate_limited(app_client: TestClient) -> None:
-    from notes_server.oauth.routes import REGISTRATIONS_PER_WINDOW
+    from notes_server.features.oauth.routes import REGISTRATIONS_PER_WINDOW
 
     metadata = {"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"}
     statuses = [
@@ -284,7 +284,7 @@ def test_revoking_a_workspace_grant_takes_it_from_every_consent(
 ) -> None:
     from click.testing import CliRunner
 
-    from notes_server.cli import main
+    from notes_server.cli.main import main
 
     tokens = flow.tokens([WS_A])
     revoked = CliRunner().invoke(
@@ -326,7 +326,7 @@ def test_the_purge_approval_page_takes_the_principals_account_password(
     of the account whose purge it is, and nobody else's."""
     from datetime import timedelta
 
-    from notes_server.approval.login import TokenLogin
+    from notes_server.features.purge.login import TokenLogin
     from notes_server.store import approvals
     from notes_server.store.engine import write_tx
     from notes_server.tools.services import utc_now

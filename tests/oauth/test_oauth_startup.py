@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.config import Settings
 
 

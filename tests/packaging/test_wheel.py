@@ -160,7 +160,7 @@ def test_the_wheel_ships_every_module_and_data_file_of_the_package(installed: In
     data = {
         "notes_server/py.typed",
         "notes_server/migrations/script.py.mako",
-        "notes_server/apps/timeline.html",  # the MCP Apps view, read with importlib.resources
+        "notes_server/features/apps/timeline.html",  # the MCP Apps view (importlib.resources)
     }
     assert data <= shipped
 
@@ -169,7 +169,7 @@ def test_the_installed_package_is_imported_from_the_venv_not_the_sources(
     installed: Installed,
 ) -> None:
     probe = (
-        "import importlib.util, notes_server.client, notes_server.migrations as m;"
+        "import importlib.util, notes_server.cli.client, notes_server.migrations as m;"
         "assert importlib.util.find_spec('pytest') is None, 'dev extras are visible';"
         "print(m.__file__)"
     )
@@ -184,7 +184,7 @@ def test_the_installed_package_is_imported_from_the_venv_not_the_sources(
 
 
 def test_the_installed_script_lists_every_command_in_its_help(installed: Installed) -> None:
-    from notes_server.cli import main
+    from notes_server.cli.main import main
 
     result = installed.run("--help")
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import Request
+from notes_server.protocol.server import McpServer
 from notes_server.security.uri import parse_workspace_uri
 from tests.helpers import make_request
 

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, event
 from notes_server.app import create_app
 from notes_server.config import Settings
 from notes_server.errors import to_wire
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants
 from notes_server.store.engine import make_engine, write_tx

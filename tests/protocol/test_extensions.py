@@ -17,9 +17,9 @@ from sqlalchemy import Engine
 
 from notes_server.app import create_app
 from notes_server.config import Settings, SettingsError
-from notes_server.extensions.base import Extension
-from notes_server.extensions.registry import ExtensionRegistry
-from notes_server.protocol.dispatch import McpServer
+from notes_server.features.extension import Extension
+from notes_server.features.registry import ExtensionRegistry
+from notes_server.protocol.server import McpServer
 from notes_server.store import grants, notes
 from notes_server.store.engine import write_tx
 from notes_server.tools.base import Tool

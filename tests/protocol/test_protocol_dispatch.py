@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import notes_server.protocol
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 
 Call = Callable[..., dict[str, Any]]
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"

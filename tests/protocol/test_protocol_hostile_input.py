@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from notes_server.errors import INVALID_PARAMS, INVALID_REQUEST
-from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import DecodeFailure, decode
+from notes_server.protocol.server import McpServer
 from notes_server.tools.schema import validate
 from tests.helpers import make_request
 

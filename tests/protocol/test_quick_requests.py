@@ -10,7 +10,7 @@ import pytest
 
 from notes_server.app import create_app
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.tools.services import Services
 
 

@@ -150,7 +150,7 @@ def attempt(action):
         return f"ImportError {exc}"
 
 def probe():
-    late = ["xml.dom.minidom", "notes_server.folders.watch", "watchfiles"]
+    late = ["xml.dom.minidom", "notes_server.features.folders.watch", "watchfiles"]
     names = ("secret in $HOME", "secret beside the folder", "secret beside the database")
     seen = {name: attempt(secret.read_bytes) for name, secret in zip(names, secrets)}
     seen["list outside"] = attempt(lambda: os.listdir(outside))
@@ -169,10 +169,10 @@ def spy(module_name, function):
         return real(*args, **kwargs)
     setattr(module, function, spied)
 
-spy("notes_server.folders.importer", "import_folder")
-spy("notes_server.folders.exporter", "export_workspace")
-spy("notes_server.folders.sync", "sync_folder")
-from notes_server.cli import main
+spy("notes_server.features.folders.importer", "import_folder")
+spy("notes_server.features.folders.exporter", "export_workspace")
+spy("notes_server.features.folders.sync", "sync_folder")
+from notes_server.cli.main import main
 main(sys.argv[3:], prog_name="notes-server")
 """
 

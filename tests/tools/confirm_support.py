@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select, text
 
 from notes_server.app import SERVER_INFO, create_app
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants, notes
 from notes_server.store.engine import read_tx, write_tx

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine, func, select
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.store.engine import read_tx
 from notes_server.store.models import revisions_table
 from notes_server.tools.schema import validate

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.tools.schema import validate
 
 Call = Callable[..., dict[str, Any]]

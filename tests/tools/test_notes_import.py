@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.store import folders
 from notes_server.store.engine import write_tx
 from notes_server.tools.services import utc_now

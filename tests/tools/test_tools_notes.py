@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.security.uri import parse_note_path
 from notes_server.tools.create import slug_path
 from notes_server.tools.schema import validate

@@ -7,7 +7,7 @@ import hashlib
 from click.testing import CliRunner
 from sqlalchemy import Engine, text
 
-from notes_server.cli import main
+from notes_server.cli.main import main
 from notes_server.config import Settings
 
 

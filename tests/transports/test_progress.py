@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.extensions.base import Extension
+from notes_server.features.extension import Extension
 from notes_server.protocol.progress import progress_sink
 from notes_server.store import folders
 from notes_server.store.engine import write_tx

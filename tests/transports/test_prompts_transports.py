@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_app, create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.extensions.base import Extension
+from notes_server.features.extension import Extension
 from notes_server.tools.read import ReadNote
 from notes_server.tools.services import Services
 from tests.helpers import ServerProcess, make_request

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from notes_server.protocol.dispatch import McpServer
+from notes_server.protocol.server import McpServer
 from notes_server.transports.stdio import Frame, LineReader, LineWriter, serve_stdio
 from tests.helpers import ServerProcess, make_request
 

@@ -1,0 +1,86 @@
+"""What an extension is: one named bundle of contributions the server composes at start.
+
+An extension never reaches into the core: it contributes server capabilities and `extensions`
+entries for `server/discover`, tools, prompts, resource providers (one per URI scheme) and
+resource templates (each completing its own variables), a hook that adds `_meta` to tool
+descriptors for one request's client capabilities, and HTTP routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from notes_server.features.prompts.base import Prompt
+    from notes_server.tools.base import CallContext, Tool
+    from notes_server.tools.completion import Completion
+
+ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
+"""(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
+
+ToolMetaVariant = Callable[[Mapping[str, Any]], Hashable]
+"""The request's client capabilities -> the small key `tool_meta`'s answers depend on."""
+
+RouteFactory = Callable[[], "Sequence[BaseRoute]"]
+
+
+class ResourceProvider(Protocol):
+    """The resources of one URI scheme. `ctx` is the request (principal, client capabilities)."""
+
+    def list_resources(
+        self, ctx: CallContext, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Resources visible to the principal, one page; -32602 for a cursor not issued here."""
+
+    def read_resource(self, ctx: CallContext, uri: str) -> list[dict[str, Any]]:
+        """Contents of one resource; -32602 when it does not exist for this principal."""
+
+
+class ResourceTemplate(Protocol):
+    """One resource template (`resources/templates/list`) and the completion of its variables
+    (`completion/complete` with `ref/resource` naming exactly its `uri_template`)."""
+
+    uri_template: str
+
+    def describe(self) -> dict[str, Any]:
+        """The ResourceTemplate descriptor (uriTemplate, name, title, ...)."""
+
+    def complete(
+        self, ctx: CallContext, argument: str, value: str, context: Mapping[str, str]
+    ) -> Completion:
+        """Values for variable `argument` starting with `value`; -32602 for an unknown one."""
+
+
+def no_routes() -> Sequence[BaseRoute]:
+    return ()
+
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Extension(NamedTuple):
+    """One extension's contributions. Everything is optional except the name. (A NamedTuple,
+    not a frozen dataclass: the same immutable record, without compiling six methods at every
+    start.)
+
+    `http_routes` is a factory, called only when an HTTP app is built, so that a stdio start
+    never imports Starlette for an extension's routes. `tool_meta_variant`, when given, names
+    everything `tool_meta` depends on as a small key (say, whether the request declares the
+    extension): `tools/list` is then one dict hit on bytes encoded per key, instead of calling
+    the hook for every tool of every request.
+    """
+
+    name: str
+    capabilities: Mapping[str, Any] = EMPTY
+    extensions: Mapping[str, Mapping[str, Any]] = EMPTY
+    tools: Sequence[Tool] = ()
+    resource_providers: Mapping[str, ResourceProvider] = EMPTY
+    prompts: Sequence[Prompt] = ()
+    resource_templates: Sequence[ResourceTemplate] = ()
+    tool_meta: ToolMetaHook | None = None
+    tool_meta_variant: ToolMetaVariant | None = None
+    http_routes: RouteFactory = no_routes
