@@ -1,7 +1,12 @@
-"""Composition root: the only place that builds the server from settings."""
+"""Composition root: the only place that builds the server from settings, and the only place
+that knows the built-in features. `tools/` knows none of them: the notes extension (the shipped
+tools, the prompts, the `file:` resources), the folders, MCP Apps and purge features and each
+`--tools-module` are composed here through the extension seam."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -14,17 +19,22 @@ from notes_server.config import (
     SettingsError,
     worker_config,
 )
+from notes_server.features.apps.extension import apps_extension
 from notes_server.features.extension import Extension
+from notes_server.features.folders.extension import folders_extension
+from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
-from notes_server.tools.registry import builtin_extensions
+from notes_server.tools.registry import SHIPPED
+from notes_server.tools.resources import NoteResources, NoteTemplate
 from notes_server.tools.services import Services
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
     from notes_server.transports.http_endpoint import LegacyFactory
+    from notes_server.transports.stdio import ConnectionFactory
 
 SERVER_INFO = {
     "name": "notes-server",
@@ -32,6 +42,58 @@ SERVER_INFO = {
     "version": __version__,
     "description": "Workspace-scoped notes with confirmed destructive operations",
 }
+
+
+def notes_extension(services: Services) -> Extension:
+    """The built-in notes extension: the shipped tools and prompts, notes as `file:` resources
+    with their template, and log messages (tools emit them when a request asks)."""
+    return Extension(
+        name="notes",
+        capabilities={"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
+        tools=[cls(services) for cls in SHIPPED],
+        resource_providers={"file": NoteResources(services)},
+        prompts=[cls(services) for cls in SHIPPED_PROMPTS],
+        resource_templates=[NoteTemplate(services)],
+    )
+
+
+def tools_module_extension(module_name: str, services: Services) -> Extension:
+    """A `--tools-module`: its `TOOLS` as an extension named after the module."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SettingsError(f"--tools-module {module_name}: cannot import ({exc.msg})") from None
+    tools = getattr(module, "TOOLS", None)
+    prompts = getattr(module, "PROMPTS", None)
+    if tools is None and prompts is None:
+        raise SettingsError(
+            f"--tools-module {module_name}: the module has no TOOLS (or PROMPTS) sequence"
+        )
+    tools, prompts = tools or (), prompts or ()
+    if not isinstance(tools, list | tuple) or not isinstance(prompts, list | tuple):
+        raise SettingsError(f"--tools-module {module_name}: TOOLS and PROMPTS must be sequences")
+    return Extension(
+        name=f"tools-module:{module_name}",
+        tools=[cls(services) for cls in tools],
+        prompts=[cls(services) for cls in prompts],
+    )
+
+
+def builtin_extensions(
+    services: Services,
+    tools_modules: Sequence[str] = (),
+    *,
+    page_base: Callable[[], str] | None = None,
+) -> list[Extension]:
+    """What a server built from settings serves: notes, folders (`notes_import`), MCP Apps,
+    then (with `page_base`, the approval page's origin) `notes_purge` and its approval page,
+    then each tools module."""
+    served = [notes_extension(services), folders_extension(services), apps_extension(services)]
+    if page_base is not None:
+        from notes_server.features.purge.extension import purge_extension
+
+        served.append(purge_extension(services, page_base))
+    return [*served, *(tools_module_extension(m, services) for m in tools_modules)]
 
 
 def compose_extensions(
@@ -71,7 +133,7 @@ def server_for(composed: ExtensionRegistry) -> McpServer:
     )
 
 
-def create_app(
+def create_server(
     settings: Settings,
     services: Services | None = None,
     extensions: Sequence[Extension] | None = None,
@@ -81,6 +143,26 @@ def create_app(
     also serves `notes_purge`."""
     services = services or Services(settings)
     return server_for(compose_extensions(settings, services, extensions, page_base))
+
+
+# The old name, for callers on branches still in flight; it always returned a server.
+create_app = create_server
+
+
+def create_stdio_server(
+    settings: Settings, services: Services, page_base: Callable[[], str] | None = None
+) -> tuple[McpServer, ConnectionFactory]:
+    """The stdio server and what serves one stdio connection: 2026-07-28 messages statelessly,
+    a 2025-11-25 client (after `initialize`) through the adapter, with its grants and roots
+    wait. `page_base` is the loopback approval listener's origin (serves `notes_purge`)."""
+    from notes_server.legacy.connection import DualEraConnection
+    from notes_server.tools.scope import grant_lookup
+
+    server = create_server(settings, services, page_base=page_base)
+    connection = functools.partial(
+        DualEraConnection, grants=grant_lookup(services), roots_wait_s=settings.roots_wait_s
+    )
+    return server, connection
 
 
 def check_settings(settings: Settings) -> None:

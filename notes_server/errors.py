@@ -57,6 +57,15 @@ class InvalidParams(McpError):
     code = INVALID_PARAMS
 
 
+MAX_URI_ECHO = 2048
+
+
+def resource_not_found(uri: str) -> InvalidParams:
+    """-32602 for a resource that does not exist for this principal, shared by every resource
+    provider (the notes' own and the extensions'); the echoed URI is capped."""
+    return InvalidParams("Resource not found", {"uri": uri[:MAX_URI_ECHO]})
+
+
 class HeaderMismatch(McpError):
     code = HEADER_MISMATCH
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import Settings
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
@@ -234,7 +234,7 @@ def services(settings: Settings, migrated_engine: Engine) -> Services:
 
 @pytest.fixture
 def server(settings: Settings, services: Services) -> McpServer:
-    return create_app(settings, services)
+    return create_server(settings, services)
 
 
 @pytest.fixture

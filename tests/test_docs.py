@@ -13,6 +13,7 @@ import click
 import pytest
 
 from notes_server.cli.main import main
+from notes_server.features.folders.tool import ImportFolder
 from notes_server.tools.registry import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +81,7 @@ def test_the_readme_examples_use_one_principal_throughout() -> None:
     assert subjects == {"alice"}
 
 
-@pytest.mark.parametrize("tool", [cls.name for cls in SHIPPED])
+@pytest.mark.parametrize("tool", [cls.name for cls in (*SHIPPED, ImportFolder)])
 def test_every_shipped_tool_is_documented_in_the_readme(tool: str) -> None:
     assert f"`{tool}`" in README, f"README does not document the tool {tool}"
 

@@ -220,11 +220,11 @@ def test_serving_discover_and_tools_list_loads_no_sqlalchemy(
     probe = f"""
 import json, sys
 from notes_server.cli.database import ensure_schema
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import build_settings
 settings = build_settings(db={settings.db_url!r}, principal="alice")
 ensure_schema(settings)
-server = create_app(settings)
+server = create_server(settings)
 meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
          "io.modelcontextprotocol/clientCapabilities": {{}}}}
 for method in ("server/discover", "tools/list"):
@@ -241,9 +241,9 @@ def test_tool_calls_never_load_the_orm(settings: Settings, migrated_engine: Engi
         grants.upsert(conn, "alice", "file:///w", "read", NOW)
     probe = f"""
 import json, sys
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import build_settings
-server = create_app(build_settings(db={settings.db_url!r}, principal="alice"))
+server = create_server(build_settings(db={settings.db_url!r}, principal="alice"))
 meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
          "io.modelcontextprotocol/clientCapabilities": {{}}}}
 for name, args in (("notes_search", {{"query": "x"}}), ("notes_read", {{"noteId": "note_1"}})):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import sys
 import threading
@@ -124,9 +123,7 @@ def serve(
 ) -> None:
     """Serve MCP over stdio (default) or HTTP. Logs go to stderr; over stdio, stdout carries
     only MCP messages."""
-    from notes_server.app import check_settings, create_app
-    from notes_server.legacy.connection import DualEraConnection
-    from notes_server.tools.scope import grant_lookup
+    from notes_server.app import check_settings, create_stdio_server
     from notes_server.tools.services import Services
     from notes_server.transports.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
@@ -147,14 +144,14 @@ def serve(
         return
     ensure_schema(settings, announce=True)
     settings = _stdio_state_keys(settings)
-    # Confine before create_app imports any --tools-module and before the warm-up thread:
-    # Landlock and seccomp bind only the threads created after them.
+    # Confine before create_stdio_server imports any --tools-module and before the warm-up
+    # thread: Landlock and seccomp bind only the threads created after them.
     # The purge approval page's socket is bound (not listened on) before confinement.
     approvals = LoopbackApprovals.bind()
     confinement = confine_serving(settings, transport=transport, principal=settings.principal)
     services = Services(settings)
     approvals.attach(services, settings.principal)
-    server = create_app(settings, services, page_base=approvals.base)
+    server, connection = create_stdio_server(settings, services, approvals.base)
     click.echo(
         f"notes-server {__version__} | database {settings.db_display} | "
         f"principal {settings.principal} | MCP 2026-07-28 (2025-11-25 after initialize) "
@@ -168,11 +165,7 @@ def serve(
             settings.principal,
             sys.stdin.buffer,
             sys.stdout.buffer,
-            connection=functools.partial(
-                DualEraConnection,
-                grants=grant_lookup(services),
-                roots_wait_s=settings.roots_wait_s,
-            ),
+            connection=connection,
         )
 
 

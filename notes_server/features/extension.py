@@ -8,7 +8,7 @@ descriptors for one request's client capabilities, and HTTP routes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -18,12 +18,7 @@ if TYPE_CHECKING:
     from notes_server.features.prompts.base import Prompt
     from notes_server.tools.base import CallContext, Tool
     from notes_server.tools.completion import Completion
-
-ToolMetaHook = Callable[["Tool", Mapping[str, Any]], "dict[str, Any] | None"]
-"""(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
-
-ToolMetaVariant = Callable[[Mapping[str, Any]], Hashable]
-"""The request's client capabilities -> the small key `tool_meta`'s answers depend on."""
+    from notes_server.tools.registry import ToolMetaHook, ToolMetaVariant
 
 RouteFactory = Callable[[], "Sequence[BaseRoute]"]
 

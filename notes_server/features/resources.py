@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from notes_server.errors import InvalidParams
+from notes_server.errors import InvalidParams, resource_not_found
 from notes_server.features.extension import ResourceProvider
 from notes_server.security import b64url
 from notes_server.tools.base import CallContext
@@ -20,11 +20,6 @@ from notes_server.tools.base import CallContext
 SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 MAX_SCHEME = 64
 MAX_CURSOR = 4096
-MAX_URI_ECHO = 2048
-
-
-def not_found(uri: str) -> InvalidParams:
-    return InvalidParams("Resource not found", {"uri": uri[:MAX_URI_ECHO]})
 
 
 def scheme_of(uri: str) -> str | None:
@@ -50,7 +45,7 @@ class ResourceRouter:
         scheme = scheme_of(uri)
         provider = self._providers.get(scheme) if scheme is not None else None
         if provider is None:
-            raise not_found(uri)
+            raise resource_not_found(uri)
         return provider.read_resource(ctx, uri)
 
     def list_resources(

@@ -1,22 +1,14 @@
-"""The tool registry, and the built-in "notes" extension: shipped tools in a fixed order and
-the `file:` resources, plus test-harness tool modules contributed through the same seam.
+"""The tool registry and the shipped notes tools, in their fixed order.
 
-An extra module (``--tools-module``, used by test harnesses) exposes ``TOOLS``: a sequence of
-Tool subclasses, and optionally ``PROMPTS``, Prompt subclasses; it becomes an extension of its
-own, named after the module.
+What a server serves (the notes extension built from these, the features, `--tools-module`)
+is composed in `notes_server.app`; this module knows no feature.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from notes_server.config import SettingsError
-from notes_server.features.apps.extension import apps_extension
-from notes_server.features.extension import Extension, ToolMetaHook, ToolMetaVariant
-from notes_server.features.folders.tool import ImportFolder
-from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.tools.archive import ArchiveNote, RestoreNote
 from notes_server.tools.base import Tool
 from notes_server.tools.create import CreateNote
@@ -26,11 +18,15 @@ from notes_server.tools.history import NoteHistory, RevertNote
 from notes_server.tools.links import NoteLinks
 from notes_server.tools.move import MoveNote
 from notes_server.tools.read import ReadNote
-from notes_server.tools.resources import NoteResources, NoteTemplate
 from notes_server.tools.search import SearchNotes
-from notes_server.tools.services import Services
 from notes_server.tools.tags import ListTags
 from notes_server.tools.update import UpdateNote
+
+ToolMetaHook = Callable[[Tool, Mapping[str, Any]], "dict[str, Any] | None"]
+"""(tool, the request's client capabilities) -> `_meta` entries for that tool, or None."""
+
+ToolMetaVariant = Callable[[Mapping[str, Any]], Hashable]
+"""The request's client capabilities -> the small key `tool_meta`'s answers depend on."""
 
 SHIPPED: tuple[type[Tool], ...] = (
     CreateNote,
@@ -42,7 +38,6 @@ SHIPPED: tuple[type[Tool], ...] = (
     DeleteNote,
     ArchiveNote,
     RestoreNote,
-    ImportFolder,
     NoteLinks,
     ListTags,
     NoteHistory,
@@ -119,54 +114,3 @@ def _variant_key(
     if len(variants) == 1:
         return variants[0]
     return lambda capabilities: tuple(variant(capabilities) for variant in variants)
-
-
-def notes_extension(services: Services) -> Extension:
-    """The built-in notes extension: the shipped tools and prompts, notes as `file:` resources
-    with their template, and log messages (tools emit them when a request asks)."""
-    return Extension(
-        name="notes",
-        capabilities={"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
-        tools=[cls(services) for cls in SHIPPED],
-        resource_providers={"file": NoteResources(services)},
-        prompts=[cls(services) for cls in SHIPPED_PROMPTS],
-        resource_templates=[NoteTemplate(services)],
-    )
-
-
-def tools_module_extension(module_name: str, services: Services) -> Extension:
-    """A `--tools-module`: its `TOOLS` as an extension named after the module."""
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SettingsError(f"--tools-module {module_name}: cannot import ({exc.msg})") from None
-    tools = getattr(module, "TOOLS", None)
-    prompts = getattr(module, "PROMPTS", None)
-    if tools is None and prompts is None:
-        raise SettingsError(
-            f"--tools-module {module_name}: the module has no TOOLS (or PROMPTS) sequence"
-        )
-    tools, prompts = tools or (), prompts or ()
-    if not isinstance(tools, list | tuple) or not isinstance(prompts, list | tuple):
-        raise SettingsError(f"--tools-module {module_name}: TOOLS and PROMPTS must be sequences")
-    return Extension(
-        name=f"tools-module:{module_name}",
-        tools=[cls(services) for cls in tools],
-        prompts=[cls(services) for cls in prompts],
-    )
-
-
-def builtin_extensions(
-    services: Services,
-    tools_modules: Sequence[str] = (),
-    *,
-    page_base: Callable[[], str] | None = None,
-) -> list[Extension]:
-    """What a server built from settings serves: notes, MCP Apps, then (with `page_base`, the
-    approval page's origin) `notes_purge` and its approval page, then each tools module."""
-    served = [notes_extension(services), apps_extension(services)]
-    if page_base is not None:
-        from notes_server.features.purge.extension import purge_extension
-
-        served.append(purge_extension(services, page_base))
-    return [*served, *(tools_module_extension(m, services) for m in tools_modules)]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notes_server.errors import InvalidParams, StoreError, UriError
-from notes_server.features.resources import not_found
+from notes_server.errors import InvalidParams, StoreError, UriError, resource_not_found
 from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import parse_note_uri, parse_workspace_uri
 from notes_server.tools.base import CallContext
@@ -59,7 +58,7 @@ class NoteResources:
         try:
             target = parse_note_uri(uri)
         except UriError:
-            raise not_found(uri) from None
+            raise resource_not_found(uri) from None
         with read_tx(self.services.engine) as conn:
             for grant in grants.list_grants(conn, ctx.principal):
                 workspace = parse_workspace_uri(grant.workspace)
@@ -78,7 +77,7 @@ class NoteResources:
                             "text": note.body,
                         }
                     ]
-        raise not_found(uri)
+        raise resource_not_found(uri)
 
 
 def _offset(cursor: str | None) -> int:

@@ -74,7 +74,7 @@ class Bench:
     """One in-process server on a fresh, migrated database with one granted workspace."""
 
     def __init__(self, url: str) -> None:
-        from notes_server.app import create_app
+        from notes_server.app import create_server
         from notes_server.config import Settings
         from notes_server.security.keyring import KeyRing
         from notes_server.store import grants, migrate
@@ -86,7 +86,7 @@ class Bench:
         with write_tx(self.engine) as conn:
             grants.upsert(conn, PRINCIPAL, WS, "write", utc_now())
         settings = Settings(db_url=url, principal=PRINCIPAL, state_keys=KeyRing.generate_spec())
-        self.server = create_app(settings, Services(settings, engine=self.engine))
+        self.server = create_server(settings, Services(settings, engine=self.engine))
         self.ids = 0
 
     def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

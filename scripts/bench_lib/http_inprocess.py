@@ -118,7 +118,7 @@ def bench_database(notes: int) -> Iterator[tuple[Path, str, list[str]]]:
 def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
     import uvloop
 
-    from notes_server.app import create_app, create_http_app
+    from notes_server.app import create_http_app, create_server
     from notes_server.config import HttpSettings, build_settings
     from notes_server.tools.services import Services
     from notes_server.transports.http_exchange import exchange
@@ -126,7 +126,7 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
     settings = build_settings(db=f"sqlite:///{db}", principal=BENCH_PRINCIPAL)
     services = Services(settings)
     app = create_http_app(settings, HttpSettings(auth="token"), services)
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(_drive(app, bodies[:200], token))  # warm-up: token remembered

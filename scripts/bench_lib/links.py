@@ -89,7 +89,7 @@ def run(results: Results, workdir: Path, *, notes: int, links: int, calls: int) 
 
 
 def _worker(workdir: Path, notes: int, links: int, calls: int, out: Path) -> None:
-    from notes_server.app import create_app
+    from notes_server.app import create_server
     from notes_server.config import Settings
     from notes_server.security.keyring import KeyRing
     from notes_server.store import content_index, grants, migrate
@@ -104,7 +104,7 @@ def _worker(workdir: Path, notes: int, links: int, calls: int, out: Path) -> Non
     now = utc_now()
     with write_tx(engine) as conn:
         grants.upsert(conn, "alice", WS, "write", now)
-    server = create_app(settings, Services(settings, engine=engine))
+    server = create_server(settings, Services(settings, engine=engine))
     counter = iter(range(1, 10**9))
 
     def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -40,14 +40,14 @@ def main() -> None:
 def measure(db: Path, token: str, reads: list[bytes], searches: list[bytes], repeat: int) -> None:
     import uvloop
 
-    from notes_server.app import create_app, create_http_app
+    from notes_server.app import create_http_app, create_server
     from notes_server.config import HttpSettings, build_settings
     from notes_server.store import snapshot
     from notes_server.tools.services import Services
 
     settings = build_settings(db=f"sqlite:///{db}", principal=BENCH_PRINCIPAL)
     services = Services(settings)
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     app = create_http_app(settings, HttpSettings(auth="token"), services)
     engine = services.engine
     held = snapshot.ThreadSnapshots.of(engine)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app, create_http_app
+from notes_server.app import create_http_app, create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.registry import SHIPPED
 from notes_server.tools.services import Services
@@ -57,7 +57,7 @@ def test_missing_capability_is_400_with_the_required_capability_over_http(
 
 
 def call(settings: Settings, services: Services, params: dict[str, Any], **kw: Any) -> Any:
-    server = create_app(settings, Services(settings, engine=services.engine))
+    server = create_server(settings, Services(settings, engine=services.engine))
     raw = server.handle_raw(json.dumps(make_request("tools/call", params, **kw)), "conformance")
     assert raw is not None
     return json.loads(raw)

@@ -1,5 +1,5 @@
-"""Nothing legacy leaks inward: only the command line (stdio) and the composition root (HTTP
-sessions) compose the adapter into the server."""
+"""Nothing legacy leaks inward: only the composition root (stdio connections and HTTP sessions)
+composes the adapter into the server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import notes_server
 
 PACKAGE = Path(next(iter(notes_server.__path__)))
-ALLOWED = {PACKAGE / "cli" / "main.py", PACKAGE / "app.py"}
+ALLOWED = {PACKAGE / "app.py"}
 
 
 def imports_legacy(path: Path) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy import Engine, func, select
 
-from notes_server.app import SERVER_INFO, create_app
+from notes_server.app import SERVER_INFO, create_server
 from notes_server.config import Settings
 from notes_server.legacy.connection import DualEraConnection
 from notes_server.legacy.session import MAX_ROUNDS
@@ -193,7 +193,7 @@ def test_a_confirmation_answered_after_it_expired_is_a_tool_error_saying_to_call
 ) -> None:
     clock = [utc_now()]
     services = Services(settings, engine=migrated_engine, clock=lambda: clock[0])
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     accepted = answer("s-1", {"action": "accept", "content": {"note_id": note, "confirm": True}})
     lines = [json.dumps(m).encode() for m in (init(), DELETE, accepted)]
     delay = settings.state_ttl + 1 if late else settings.state_ttl - 1

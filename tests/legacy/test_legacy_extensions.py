@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from notes_server.app import create_app
+from notes_server.app import create_server, notes_extension
 from notes_server.config import Settings
 from notes_server.legacy.connection import DualEraConnection
 from notes_server.protocol.server import McpServer
-from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
 from notes_server.transports.stdio import serve_stdio
 from tests.demo_extension import DEMO_ID, demo_extension
@@ -22,7 +21,7 @@ from tests.demo_extension import DEMO_ID, demo_extension
 
 @pytest.fixture
 def demo_server(settings: Settings, services: Services) -> McpServer:
-    return create_app(settings, services, [notes_extension(services), demo_extension(services)])
+    return create_server(settings, services, [notes_extension(services), demo_extension(services)])
 
 
 def session(

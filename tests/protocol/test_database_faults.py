@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy.exc
 from sqlalchemy import Engine, event
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import Settings
 from notes_server.errors import to_wire
 from notes_server.protocol.server import McpServer
@@ -69,7 +69,7 @@ def granted(migrated_engine: Engine) -> Engine:
 @pytest.fixture
 def impatient_server(settings: Settings, granted: Engine) -> Iterator[McpServer]:
     engine = impatient(settings.db_url)
-    yield create_app(settings, Services(settings, engine=engine))
+    yield create_server(settings, Services(settings, engine=engine))
     engine.dispose()
 
 
@@ -97,7 +97,7 @@ def test_a_write_while_another_process_holds_the_lock_is_the_database_is_busy(
 def test_a_corrupt_database_file_is_named_and_its_path_is_not(
     settings: Settings, granted: Engine, tmp_path: Path
 ) -> None:
-    setup = create_app(settings, Services(settings, engine=granted))
+    setup = create_server(settings, Services(settings, engine=granted))
     for i in range(50):
         assert "result" in create(setup, f"Note {i} " + "words " * 50)
     granted.dispose()  # checkpoints the WAL into the file
@@ -108,7 +108,7 @@ def test_a_corrupt_database_file_is_named_and_its_path_is_not(
         db.write(bytes((i * 7 + 3) % 256 for i in range(size - 4096)))
     engine = make_engine(settings.db_url)
     try:
-        reply = search(create_app(settings, Services(settings, engine=engine)))
+        reply = search(create_server(settings, Services(settings, engine=engine)))
     finally:
         engine.dispose()
 
@@ -123,7 +123,7 @@ def test_an_error_that_is_not_a_database_fault_stays_a_bare_internal_error(
 ) -> None:
     with write_tx(granted) as conn:
         conn.exec_driver_sql("DROP TABLE notes_fts")
-    server = create_app(settings, Services(settings, engine=granted))
+    server = create_server(settings, Services(settings, engine=granted))
 
     reply = create(server, "No index")
 

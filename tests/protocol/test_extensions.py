@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from notes_server.app import create_app
+from notes_server.app import create_server, notes_extension
 from notes_server.config import Settings, SettingsError
 from notes_server.features.extension import Extension
 from notes_server.features.registry import ExtensionRegistry
@@ -23,7 +23,7 @@ from notes_server.protocol.server import McpServer
 from notes_server.store import grants, notes
 from notes_server.store.engine import write_tx
 from notes_server.tools.base import Tool
-from notes_server.tools.registry import SHIPPED, notes_extension
+from notes_server.tools.registry import SHIPPED
 from notes_server.tools.services import Services
 from tests.demo_extension import DEMO_ID, DemoResources, EchoTool, demo_extension
 from tests.helpers import make_request, subprocess_env
@@ -37,7 +37,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 @pytest.fixture
 def demo_server(settings: Settings, services: Services) -> McpServer:
-    return create_app(settings, services, [notes_extension(services), demo_extension(services)])
+    return create_server(settings, services, [notes_extension(services), demo_extension(services)])
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_an_extension_without_a_meta_hook_keeps_the_shared_public_list(
     settings: Settings, services: Services, call: Call
 ) -> None:
     quiet = Extension(name="quiet", tools=[EchoTool(services)])
-    server = create_app(settings, services, [notes_extension(services), quiet])
+    server = create_server(settings, services, [notes_extension(services), quiet])
     raw = json.dumps(make_request("tools/list", caps=CAPABLE))
 
     first, second = server.handle_raw(raw, "alice"), server.handle_raw(raw, "alice")
@@ -112,11 +112,13 @@ def test_an_extension_without_a_meta_hook_keeps_the_shared_public_list(
     assert json.loads(first or b"")["result"]["cacheScope"] == "public"
 
 
-def test_the_default_server_serves_the_notes_then_the_apps_tools(call: Call) -> None:
+def test_the_default_server_serves_the_notes_then_the_folders_then_the_apps_tools(
+    call: Call,
+) -> None:
     result = call("tools/list", caps=CAPABLE)["result"]
 
     names = [tool["name"] for tool in result["tools"]]
-    assert names == [cls.name for cls in SHIPPED] + ["notes_timeline", "notes_open"]
+    assert names == [cls.name for cls in SHIPPED] + ["notes_import", "notes_timeline", "notes_open"]
     assert result["cacheScope"] == "private"  # the Apps extension's `_meta` follows capabilities
     assert all("_meta" not in tool for tool in result["tools"])  # the demo id is not Apps
     assert call("server/discover")["result"]["capabilities"] == {
@@ -354,7 +356,7 @@ def test_every_client_gets_its_own_variant_however_many_there_are(
     settings: Settings, services: Services
 ) -> None:
     echo = Extension("echo", tools=[EchoTool(services)], tool_meta=_echo_meta)
-    server = create_app(settings, services, [echo])
+    server = create_server(settings, services, [echo])
 
     for round_ in range(2):
         for value in range(40):
@@ -378,7 +380,7 @@ def test_a_hook_with_a_declared_variant_runs_once_per_variant_not_per_request(
         return "echo" in capabilities.get("experimental", {})
 
     echo = Extension("echo", tools=[EchoTool(services)], tool_meta=meta, tool_meta_variant=variant)
-    server = create_app(settings, services, [echo])
+    server = create_server(settings, services, [echo])
     listings = []
     for value in range(10):
         for caps in ({"experimental": {"echo": value}}, {"elicitation": {"form": {}}}):

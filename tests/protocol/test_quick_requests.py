@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import Settings
 from notes_server.protocol.server import McpServer
 from notes_server.tools.services import Services
@@ -52,6 +52,6 @@ def test_scans_writes_and_unknown_requests_are_not_quick(
 def test_a_note_read_on_a_database_server_is_not_quick(settings: Settings) -> None:
     remote = dataclasses.replace(settings, db_url="postgresql://notes@db.example/notes")
 
-    server = create_app(remote, Services(remote))
+    server = create_server(remote, Services(remote))
 
     assert not server.runs_quickly("tools/call", "notes_read")

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select, text
 
-from notes_server.app import SERVER_INFO, create_app
+from notes_server.app import SERVER_INFO, create_server
 from notes_server.config import Settings
 from notes_server.protocol.server import McpServer
 from notes_server.security.uri import canonical_workspace
@@ -174,7 +174,7 @@ class Flow:
         self.engine = engine
         self.clock = clock
         self.services = Services(settings, engine=engine, clock=clock)
-        self.server: McpServer = create_app(settings, self.services)
+        self.server: McpServer = create_server(settings, self.services)
         self._ids = itertools.count(1)
 
     def with_keys(self, state_keys: str) -> Flow:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import Settings
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
@@ -26,7 +26,7 @@ INVALID_PARAMS = -32602
 
 def instance(settings: Settings, engine: Engine, keys: str) -> McpServer:
     rotated = dataclasses.replace(settings, state_keys=keys)
-    return create_app(rotated, Services(rotated, engine=engine))
+    return create_server(rotated, Services(rotated, engine=engine))
 
 
 def call(server: McpServer, name: str, arguments: dict[str, Any], **mrtr: Any) -> dict[str, Any]:

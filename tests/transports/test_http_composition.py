@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
@@ -50,7 +50,7 @@ EXTRA: list[BaseRoute] = [
 @pytest.fixture
 def client(settings: Settings, services: Services) -> Iterator[TestClient]:
     http = HttpSettings()  # token authentication on a loopback bind
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     auth = build_authenticator(settings, http, services)
     app = build_http_app(server, auth, http, extra_routes=EXTRA)
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store import migrate
@@ -69,7 +69,7 @@ def make_client(
 ) -> TestClient:
     settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
     services = Services(settings, engine=services.engine)
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     auth = build_authenticator(settings, http, services)
     app = build_http_app(server, auth, http, **kw)  # type: ignore[arg-type]
     return TestClient(app, base_url=LOOPBACK_URL)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app, create_http_app
+from notes_server.app import create_http_app, create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace
@@ -152,7 +152,7 @@ class BrokenAuthenticator:
 def test_any_unexpected_error_during_http_handling_is_a_json_rpc_500_without_details(
     settings: Settings,
 ) -> None:
-    server = create_app(settings, Services(settings))
+    server = create_server(settings, Services(settings))
     app = build_http_app(server, BrokenAuthenticator(), HttpSettings())
     with TestClient(app, base_url=LOOPBACK_URL, raise_server_exceptions=False) as client:
         response = post(client, "nst_" + "A" * 43, "tools/list")

@@ -11,11 +11,10 @@ import pytest
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from notes_server.app import create_http_app
+from notes_server.app import create_http_app, notes_extension
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
-from notes_server.tools.registry import notes_extension
 from notes_server.tools.services import Services
 from tests.demo_extension import DEMO_ID, demo_extension
 from tests.transports.http_support import LOOPBACK_URL, rpc

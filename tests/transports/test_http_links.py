@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
@@ -26,7 +26,7 @@ NOTES = "file:///home/alice/notes"
 def client(settings: Settings, services: Services) -> Iterator[TestClient]:
     http = HttpSettings()
     app = build_http_app(
-        create_app(settings, services), build_authenticator(settings, http, services), http
+        create_server(settings, services), build_authenticator(settings, http, services), http
     )
     with TestClient(app, base_url=LOOPBACK_URL) as test_client:
         yield test_client

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app
+from notes_server.app import create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.services import Services
 from notes_server.transports.http import build_http_app
@@ -31,7 +31,7 @@ READ_ARGS = {"workspaceUri": "file:///home/alice/notes", "noteId": "note_0000000
 def client(settings: Settings, services: Services) -> Iterator[TestClient]:
     BlockingTool.reset()
     settings = dataclasses.replace(settings, tools_modules=("tests.transports.http_support",))
-    server = create_app(settings, Services(settings, engine=services.engine))
+    server = create_server(settings, Services(settings, engine=services.engine))
     http = HttpSettings(auth="none", request_timeout=TIMEOUT_S)
     app = build_http_app(server, FixedPrincipal("alice"), http, threads=BOUND)
     try:

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app, create_http_app
+from notes_server.app import create_http_app, create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.services import Services
 from tests.helpers import ServerProcess, make_request
@@ -218,7 +218,7 @@ def test_a_declined_confirmation_is_logged_at_notice_without_the_notes_content(
     settings: Settings, services: Services, grant: Callable[..., str]
 ) -> None:
     grant("alice", NOTES)
-    server = create_app(settings, services)
+    server = create_server(settings, services)
     form = {"elicitation": {"form": {}}}
 
     def rpc(params: dict[str, Any], level: str | None = None) -> tuple[dict[str, Any], list[Any]]:

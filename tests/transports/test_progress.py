@@ -16,14 +16,13 @@ import pytest
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from notes_server.app import create_http_app
+from notes_server.app import builtin_extensions, create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.features.extension import Extension
 from notes_server.protocol.progress import progress_sink
 from notes_server.store import folders
 from notes_server.store.engine import write_tx
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.registry import builtin_extensions
 from notes_server.tools.services import Services, utc_now
 from tests.helpers import ServerProcess, make_request
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from notes_server.app import create_app, create_http_app
+from notes_server.app import create_http_app, create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.features.extension import Extension
 from notes_server.tools.read import ReadNote
@@ -98,7 +98,7 @@ def test_a_server_without_prompts_answers_prompts_methods_with_method_not_found(
     settings: Settings, services: Services
 ) -> None:
     bare = Extension("bare", tools=[ReadNote(services)])
-    server = create_app(settings, services, extensions=[bare])
+    server = create_server(settings, services, extensions=[bare])
 
     def ask(method: str) -> dict[str, Any]:
         raw = server.handle_raw(json.dumps(make_request(method, {})), "alice")

@@ -12,9 +12,8 @@ import hashlib
 from functools import cache
 from typing import Any
 
-from notes_server.errors import InvalidParams, MissingCapability
+from notes_server.errors import InvalidParams, MissingCapability, resource_not_found
 from notes_server.features.apps.capability import APP_MIME, UI_EXTENSION, declares_ui
-from notes_server.features.resources import not_found
 from notes_server.tools.base import CallContext
 
 VIEW_URI = "ui://notes/timeline.html"
@@ -71,7 +70,7 @@ class UiResources:
                 {"requiredCapabilities": REQUIRED},
             )
         if uri != VIEW_URI:
-            raise not_found(uri)
+            raise resource_not_found(uri)
         text, digest = view_html()
         meta = {"ui": UI_META, DIGEST_KEY: digest}
         return [{"uri": VIEW_URI, "mimeType": APP_MIME, "text": text, "_meta": meta}]
