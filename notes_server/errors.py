@@ -6,7 +6,6 @@ turns an exception into a JSON-RPC error object. Anything else becomes -32603 wi
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -120,6 +119,7 @@ class DatabaseFault(McpError):
     """The database cannot do what was asked (read-only, full, corrupt, busy, unreachable).
 
     `cause` names the class of fault in words safe for a client: never a path or a statement.
+    Which driver errors are faults is the store's knowledge (`store.faults.database_fault`).
     """
 
     code = INTERNAL_ERROR
@@ -129,78 +129,12 @@ class DatabaseFault(McpError):
         self.cause = cause
 
 
-# SQLite primary result codes (the low byte of an extended code) and what each means here.
-_SQLITE_CAUSES: dict[int, str] = {
-    3: "permission to the database file was denied",  # SQLITE_PERM
-    5: "the database is busy",  # SQLITE_BUSY
-    6: "the database is busy",  # SQLITE_LOCKED
-    8: "the database is read-only",  # SQLITE_READONLY
-    10: "a disk I/O error occurred",  # SQLITE_IOERR
-    11: "the database file is corrupt",  # SQLITE_CORRUPT
-    13: "the disk is full",  # SQLITE_FULL
-    14: "the database file cannot be opened",  # SQLITE_CANTOPEN
-    26: "the file is not a database",  # SQLITE_NOTADB
-}
-
-
-def database_fault(exc: BaseException) -> DatabaseFault | None:
-    """Classify a driver failure (raw sqlite3, or wrapped by SQLAlchemy as `.orig`) into a
-    DatabaseFault, or None when it is not one (a bug such as a constraint violation stays a
-    plain internal error). The one place that knows what a database error code means."""
-    if isinstance(exc, DatabaseFault):
-        return exc
-    orig = getattr(exc, "orig", None)
-    driver_error = orig if isinstance(orig, BaseException) else exc
-    if isinstance(driver_error, sqlite3.Error):
-        code = getattr(driver_error, "sqlite_errorcode", None)
-        cause = None if code is None else _SQLITE_CAUSES.get(code & 0xFF)
-        return None if cause is None else DatabaseFault(cause)
-    # Another driver: SQLAlchemy files connection and server failures under OperationalError.
-    if orig is not None and type(exc).__name__ == "OperationalError":
-        return DatabaseFault(_server_cause(orig))
-    return None
-
-
-# PostgreSQL SQLSTATEs an operator can act on (psycopg's `.sqlstate`; None before a session).
-_SQLSTATE_CAUSES = {
-    "28P01": "the server refused the credentials",
-    "28000": "the server refused the credentials",
-    "3D000": "the database does not exist on the server",
-    "57014": "a statement took longer than the statement timeout",
-    "57P01": "the server is shutting down",
-    "53300": "the server has no free connection slots",
-}
-
-
-# libpq reports a refused connection as text only (no SQLSTATE): the server's FATAL line. Only
-# the category is shown; the text itself names the user, which may be a secret.
-_CONNECT_CAUSES = (
-    ("password authentication failed", "the server refused the credentials"),
-    ("authentication failed", "the server refused the credentials"),
-    ("role ", "the server refused the credentials"),
-    ("database ", "the database does not exist on the server"),
-)
-
-
-def _server_cause(orig: object) -> str:
-    sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate is not None:
-        return _SQLSTATE_CAUSES.get(str(sqlstate), "the database is unavailable")
-    text = str(orig)
-    fatal = text.partition("FATAL:")[2]
-    for needle, cause in _CONNECT_CAUSES:
-        if needle in fatal and ("exist" in fatal or "authentication" in needle):
-            return cause
-    return "the database server cannot be reached"
-
-
 def to_wire(exc: BaseException) -> dict[str, Any]:
-    """Translate an exception into a JSON-RPC error object (the one translation point)."""
+    """Translate an exception into a JSON-RPC error object (the one translation point).
+    Anything that is not an McpError is a bare -32603: a database failure is classified
+    first, by the store (`protocol.dispatch.internal_error`)."""
     if not isinstance(exc, McpError):
-        fault = database_fault(exc)
-        if fault is None:
-            return {"code": INTERNAL_ERROR, "message": "Internal error"}
-        exc = fault
+        return {"code": INTERNAL_ERROR, "message": "Internal error"}
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
         error["data"] = exc.data

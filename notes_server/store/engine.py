@@ -28,6 +28,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
+from notes_server.store.faults import is_transient
 from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
@@ -38,8 +39,6 @@ POOL_OVERFLOW = 5
 # A statement that runs longer than a request may is cancelled by the server (SQLSTATE 57014)
 # instead of holding locks after the client was answered 503: the HTTP request timeout.
 STATEMENT_TIMEOUT_MS = 30_000
-# SQLSTATEs that mean "run the whole transaction again": serialization failure, deadlock.
-TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
 RETRY_ATTEMPTS = 5
 RETRY_BASE_DELAY = 0.01
 _T = TypeVar("_T")
@@ -90,13 +89,6 @@ def _on_server_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
     # psycopg opens a transaction for the SET; leave the session idle, as the pool expects.
     dbapi_connection.commit()
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether a failed transaction should simply run again: a serialization failure or a
-    deadlock the server broke (PostgreSQL SQLSTATE 40001/40P01)."""
-    orig = getattr(exc, "orig", exc)
-    return getattr(orig, "sqlstate", None) in TRANSIENT_SQLSTATES
 
 
 def retrying(body: Callable[[], _T], *, attempts: int = RETRY_ATTEMPTS) -> _T:
@@ -153,6 +145,13 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
         conn = conn.execution_options(**{_WRITE: True})
         with conn.begin():
             yield conn
+
+
+def connect_once(engine: Engine) -> None:
+    """Open a connection and run one trivial statement: the driver is imported, the pragmas
+    (or session settings) applied and the pool holds a live connection before it is needed."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
 
 
 def read_tx(engine: Engine) -> AbstractContextManager[Connection]:

@@ -16,6 +16,7 @@ from notes_server.store.engine import (
     uses_driver,
     write_tx,
 )
+from notes_server.store.faults import database_fault
 from notes_server.store.models import tokens_table as api_tokens
 from notes_server.store.types import from_stored
 
@@ -178,7 +179,14 @@ class SqlTokenRecords:
             return find_active(conn, token_hash, now)
 
     def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
-        """Record use at most once per TOUCH_INTERVAL, so reads rarely write."""
+        """Record use at most once per TOUCH_INTERVAL, so reads rarely write. A database that
+        cannot be written (read-only, full) raises its classified DatabaseFault."""
         if last_used_at is None or last_used_at <= now - TOUCH_INTERVAL:
-            with write_tx(self.engine) as conn:
-                touch(conn, token_id, now)
+            try:
+                with write_tx(self.engine) as conn:
+                    touch(conn, token_id, now)
+            except Exception as exc:
+                fault = database_fault(exc)
+                if fault is None:
+                    raise
+                raise fault from exc
