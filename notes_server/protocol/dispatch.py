@@ -133,16 +133,17 @@ class McpServer:
             self._variants[(key, variant)] = cached
         return cached
 
-    def runs_quickly(self, method: str, name: str | None) -> bool:
-        """Whether a request for `method` (and tool `name`) is known to be cheap and bounded:
-        a static result, or a tool whose `is_quick()` says so. A transport may then skip its worker
-        thread; the caller must make sure the message really is that request."""
+    def runs_on_loop(self, method: str, name: str | None) -> bool:
+        """Whether a request for `method` (and tool `name`) may run on a transport's event
+        loop, being cheap and bounded: a static result, or a tool whose `runs_on_loop()` says
+        so. A transport may then skip its worker thread; the caller must make sure the message
+        really is that request."""
         if method in STATIC_METHODS:
             return True
         if method != "tools/call" or name is None:
             return False
         tool = self.registry.get(name)
-        return tool is not None and tool.is_quick()
+        return tool is not None and tool.runs_on_loop()
 
     def handle_raw(
         self, raw: bytes | str, principal: str, notify: Emit | None = None

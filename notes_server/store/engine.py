@@ -161,9 +161,11 @@ def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
-def reads_quickly(engine: Engine) -> bool:
-    """Whether a `read_statement` is one local indexed read on the thread's held connection
-    (embedded SQLite through the driver): cheap enough to run on an event loop."""
+def runs_on_loop(engine: Engine) -> bool:
+    """The one answer to "may an indexed read on this engine run on an event loop?": its
+    `read_tx` and `read_statement` run on the thread's held connection (embedded SQLite through
+    the driver, WAL: a reader never waits for a writer or a network), cheaper than a hand-off
+    to a worker thread. False on a database server and on Core-only engines."""
     return ThreadSnapshots.of(engine) is not None
 
 
@@ -174,7 +176,7 @@ def read_statement(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read(one_statement=True)
 
 
-class _OnDriver(ABC):
+class DriverStatement(ABC):
     """A Core statement, prepared once, that the SQLite repositories run straight on the
     DB-API connection (inside the caller's transaction); the Core ones execute `.statement`."""
 
@@ -191,7 +193,7 @@ class _OnDriver(ABC):
         """The SQL text and positional values SQLAlchemy itself would send."""
 
 
-class FastRead(_OnDriver):
+class DriverRead(DriverStatement):
     """A read-only Core statement that the SQLite repositories run on the pysqlite connection.
 
     For the reads on every tool call (grant lookup, note by id, title match, search): sent
@@ -229,15 +231,15 @@ class FastRead(_OnDriver):
         for name in compiled.positiontup or ():
             bind = compiled.binds[name]
             if bind.expanding or bind.callable is not None:
-                raise TypeError("FastRead takes plain bound values only")
+                raise TypeError("DriverRead takes plain bound values only")
             binds.append((bind.key, bind.value, bool(bind.required)))
         return compiled.string, tuple(binds)
 
 
-class FastWrite(_OnDriver):
+class DriverWrite(DriverStatement):
     """A DML Core statement that the SQLite repositories run on the pysqlite connection.
 
-    The write-side twin of FastRead, for the statements inside the confirmed-action transaction
+    The write-side twin of DriverRead, for the statements inside the confirmed-action transaction
     (claim the nonce, delete, audit, prune): compiled once per set of value names, bound values
     converted by the columns' own bind processors (timestamps as SQLAlchemy's SQLite text), so
     the driver receives exactly what a Core execution would send. Statements that need
@@ -272,15 +274,15 @@ class CoreRun:
     rows come back typed by the column types (aware UTC timestamps, booleans)."""
 
     @staticmethod
-    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+    def _first(stmt: DriverStatement, conn: Connection, values: Mapping[str, Any]) -> Any:
         return conn.execute(stmt.statement, dict(values)).first()
 
     @staticmethod
-    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+    def _all(stmt: DriverRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
         return conn.execute(stmt.statement, dict(values)).all()
 
     @staticmethod
-    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+    def _rowcount(stmt: DriverWrite, conn: Connection, values: Mapping[str, Any]) -> int:
         return int(cast(Any, conn.execute(stmt.statement, dict(values))).rowcount)
 
 
@@ -289,15 +291,15 @@ class DriverRun:
     driver returns them (the repository converts them the way the column types would)."""
 
     @staticmethod
-    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+    def _first(stmt: DriverStatement, conn: Connection, values: Mapping[str, Any]) -> Any:
         return stmt.first(conn, values)
 
     @staticmethod
-    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+    def _all(stmt: DriverRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
         return stmt.all(conn, values)
 
     @staticmethod
-    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+    def _rowcount(stmt: DriverWrite, conn: Connection, values: Mapping[str, Any]) -> int:
         return stmt.rowcount(conn, values)
 
 
@@ -318,7 +320,7 @@ class _Bound:
             SQLCompiler, cast(Any, statement).compile(dialect=dialect, column_keys=keys)
         )
         if compiled.insert_prefetch or compiled.update_prefetch:
-            raise TypeError("FastWrite cannot compute Python-side column defaults")
+            raise TypeError("DriverWrite cannot compute Python-side column defaults")
         names = list(compiled.positiontup or ())
         processors = [
             compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, bindparam, func, select
 
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, uses_driver
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord, title_key
@@ -27,11 +27,11 @@ from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord, title_ke
 TOP = "\U0010ffff"
 
 
-def _prefixed(column: ColumnElement[str], select_column: ColumnElement[str]) -> FastRead:
+def _prefixed(column: ColumnElement[str], select_column: ColumnElement[str]) -> DriverRead:
     """Up to :limit values of `select_column` for live notes of :workspace whose `column`
     starts with :low, in `column` order. One statement for every prefix, the empty one too
     (`substr(x, 1, 0)` is ''), built once: on embedded SQLite it runs on the driver."""
-    return FastRead(
+    return DriverRead(
         select(select_column)
         .where(
             notes.c.workspace == bindparam("workspace"),
@@ -49,7 +49,7 @@ _PATHS = _prefixed(notes.c.path, notes.c.path)
 _TITLES = _prefixed(notes.c.title_key, notes.c.title)
 
 
-def _run(stmt: FastRead, conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
+def _run(stmt: DriverRead, conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
     values = {
         "workspace": workspace,
         "low": prefix,

@@ -10,9 +10,9 @@ from sqlalchemy import Connection, Engine, bindparam, insert, or_, select, updat
 from notes_server.store.engine import (
     CoreRun,
     DriverRun,
-    FastWrite,
+    DriverWrite,
     read_statement,
-    reads_quickly,
+    runs_on_loop,
     uses_driver,
     write_tx,
 )
@@ -96,8 +96,8 @@ def revoke(conn: Connection, token_id: int, now: datetime) -> bool:
 
 # Built once: every HTTP request whose token check is not remembered (any commit since, which
 # during a 2025-era session round is every request) runs it. On SQLite it runs on the driver
-# (FastWrite, for the bind processing of `now`).
-_FIND_ACTIVE = FastWrite(
+# (DriverWrite, for the bind processing of `now`).
+_FIND_ACTIVE = DriverWrite(
     select(*_COLUMNS).where(
         api_tokens.c.token_hash == bindparam("token_hash"),
         api_tokens.c.revoked_at.is_(None),
@@ -169,10 +169,10 @@ class SqlTokenRecords:
             )
 
     @property
-    def reads_quickly(self) -> bool:
+    def runs_on_loop(self) -> bool:
         """Whether `find_active` is one local indexed read (embedded SQLite on the thread's
         held connection), cheap enough for the event loop."""
-        return reads_quickly(self.engine)
+        return runs_on_loop(self.engine)
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
         with read_statement(self.engine) as conn:  # one statement: one snapshot by itself
