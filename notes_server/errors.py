@@ -6,7 +6,7 @@ turns an exception into a JSON-RPC error object. Anything else becomes -32603 wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -119,22 +119,45 @@ class DatabaseFault(McpError):
     """The database cannot do what was asked (read-only, full, corrupt, busy, unreachable).
 
     `cause` names the class of fault in words safe for a client: never a path or a statement.
-    Which driver errors are faults is the store's knowledge (`store.faults.database_fault`).
+    Which driver errors are faults is the store's knowledge (`store.faults`), installed here
+    through `classify_database_faults`.
     """
 
     code = INTERNAL_ERROR
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, detail: str = "") -> None:
         super().__init__(f"Internal error: {cause}")
         self.cause = cause
+        # The driver's own words, for the operator's log only (never sent to a client).
+        self.detail = detail
+
+
+FaultClassifier = Callable[[BaseException], DatabaseFault | None]
+# The store's classification (`store.faults.database_fault`), installed when the store package
+# loads: every database error comes from a store module, so it is in place before the first.
+_CLASSIFIERS: list[FaultClassifier] = []
+
+
+def classify_database_faults(classify: FaultClassifier) -> None:
+    """Install the one classification of driver failures (the store's)."""
+    _CLASSIFIERS[:] = [classify]
+
+
+def database_fault(exc: BaseException) -> DatabaseFault | None:
+    """The DatabaseFault `exc` is, by the store's classification; None for anything else (a
+    bug such as a constraint violation stays a plain internal error)."""
+    if isinstance(exc, DatabaseFault):
+        return exc
+    return _CLASSIFIERS[0](exc) if _CLASSIFIERS else None
 
 
 def to_wire(exc: BaseException) -> dict[str, Any]:
-    """Translate an exception into a JSON-RPC error object (the one translation point).
-    Anything that is not an McpError is a bare -32603: a database failure is classified
-    first, by the store (`protocol.dispatch.internal_error`)."""
+    """Translate an exception into a JSON-RPC error object (the one translation point)."""
     if not isinstance(exc, McpError):
-        return {"code": INTERNAL_ERROR, "message": "Internal error"}
+        fault = database_fault(exc)
+        if fault is None:
+            return {"code": INTERNAL_ERROR, "message": "Internal error"}
+        exc = fault
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
         error["data"] = exc.data

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from notes_server.errors import McpError, MethodNotFound, to_wire
+from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
 from notes_server.prompts.base import PromptRegistry
 from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
@@ -67,19 +67,16 @@ STATIC_METHODS = frozenset(
 
 
 def internal_error(exc: Exception, during: str) -> dict[str, Any]:
-    """The -32603 for an unexpected exception: a database fault (the store classifies it) names
-    its cause (and is logged in one line, since it is the environment, not a bug); anything
-    else is logged in full."""
-    from notes_server.store.faults import database_fault, driver_words
-
+    """The -32603 for an unexpected exception: a database fault (as the store classifies it)
+    names its cause (and is logged in one line, since it is the environment, not a bug);
+    anything else is logged in full."""
     fault = database_fault(exc)
     if fault is None:
         log.exception("internal error while handling %s", during[:64])
-        return to_wire(exc)
-    log.error(
-        "database fault while handling %s: %s (%s)", during[:64], fault.cause, driver_words(exc)
-    )
-    return to_wire(fault)
+    else:
+        words = fault.detail or str(exc)[:200]
+        log.error("database fault while handling %s: %s (%s)", during[:64], fault.cause, words)
+    return to_wire(exc)
 
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}

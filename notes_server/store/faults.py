@@ -3,8 +3,10 @@
 A failure the database reports (SQLite result codes, PostgreSQL SQLSTATEs, libpq's connection
 text) is either the environment an operator can act on (a `DatabaseFault` naming its cause in
 client-safe words), a transient conflict worth running the transaction again for, or a bug
-that stays a bare internal error. Everything above the store asks here; `errors` keeps the
-exception hierarchy and its wire codes and knows no driver.
+that stays a bare internal error. `errors` keeps the exception hierarchy and its wire codes and
+knows no driver: the store package installs `database_fault` there when it loads
+(`errors.classify_database_faults`), so the protocol, which never imports the store, still
+names a fault's cause.
 """
 
 from __future__ import annotations
@@ -60,10 +62,10 @@ def database_fault(exc: BaseException) -> DatabaseFault | None:
     if isinstance(driver_error, sqlite3.Error):
         code = getattr(driver_error, "sqlite_errorcode", None)
         cause = None if code is None else _SQLITE_CAUSES.get(code & 0xFF)
-        return None if cause is None else DatabaseFault(cause)
+        return None if cause is None else DatabaseFault(cause, driver_words(exc))
     # Another driver: SQLAlchemy files connection and server failures under OperationalError.
     if orig is not None and type(exc).__name__ == "OperationalError":
-        return DatabaseFault(_server_cause(orig))
+        return DatabaseFault(_server_cause(orig), driver_words(exc))
     return None
 
 

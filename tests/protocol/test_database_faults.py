@@ -20,7 +20,8 @@ from sqlalchemy import Engine, event
 
 from notes_server.app import create_app
 from notes_server.config import Settings
-from notes_server.protocol.dispatch import McpServer, internal_error
+from notes_server.errors import to_wire
+from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import grants
 from notes_server.store.engine import make_engine, write_tx
@@ -138,7 +139,7 @@ def test_an_operational_error_from_another_driver_without_sqlstate_is_an_unreach
     refused = OperationalError('connection to server at "10.0.0.5", port 5432 failed')
     wrapped = sqlalchemy.exc.OperationalError("SELECT 1", {}, refused)
 
-    assert internal_error(wrapped, "a test") == {
+    assert to_wire(wrapped) == {
         "code": INTERNAL_ERROR,
         "message": "Internal error: the database server cannot be reached",
     }
@@ -161,7 +162,4 @@ def test_an_operational_error_with_a_sqlstate_names_its_cause(sqlstate: str, cau
 
     wrapped = sqlalchemy.exc.OperationalError("SELECT 1", {}, OperationalError())
 
-    assert internal_error(wrapped, "a test") == {
-        "code": INTERNAL_ERROR,
-        "message": f"Internal error: {cause}",
-    }
+    assert to_wire(wrapped) == {"code": INTERNAL_ERROR, "message": f"Internal error: {cause}"}
