@@ -6,8 +6,7 @@ turns an exception into a JSON-RPC error object. Anything else becomes -32603 wi
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -129,78 +128,36 @@ class DatabaseFault(McpError):
     """The database cannot do what was asked (read-only, full, corrupt, busy, unreachable).
 
     `cause` names the class of fault in words safe for a client: never a path or a statement.
+    Which driver errors are faults is the store's knowledge (`store.faults`), installed here
+    through `classify_database_faults`.
     """
 
     code = INTERNAL_ERROR
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, detail: str = "") -> None:
         super().__init__(f"Internal error: {cause}")
         self.cause = cause
+        # The driver's own words, for the operator's log only (never sent to a client).
+        self.detail = detail
 
 
-# SQLite primary result codes (the low byte of an extended code) and what each means here.
-_SQLITE_CAUSES: dict[int, str] = {
-    3: "permission to the database file was denied",  # SQLITE_PERM
-    5: "the database is busy",  # SQLITE_BUSY
-    6: "the database is busy",  # SQLITE_LOCKED
-    8: "the database is read-only",  # SQLITE_READONLY
-    10: "a disk I/O error occurred",  # SQLITE_IOERR
-    11: "the database file is corrupt",  # SQLITE_CORRUPT
-    13: "the disk is full",  # SQLITE_FULL
-    14: "the database file cannot be opened",  # SQLITE_CANTOPEN
-    26: "the file is not a database",  # SQLITE_NOTADB
-}
+FaultClassifier = Callable[[BaseException], DatabaseFault | None]
+# The store's classification (`store.faults.database_fault`), installed when the store package
+# loads: every database error comes from a store module, so it is in place before the first.
+_CLASSIFIERS: list[FaultClassifier] = []
+
+
+def classify_database_faults(classify: FaultClassifier) -> None:
+    """Install the one classification of driver failures (the store's)."""
+    _CLASSIFIERS[:] = [classify]
 
 
 def database_fault(exc: BaseException) -> DatabaseFault | None:
-    """Classify a driver failure (raw sqlite3, or wrapped by SQLAlchemy as `.orig`) into a
-    DatabaseFault, or None when it is not one (a bug such as a constraint violation stays a
-    plain internal error). The one place that knows what a database error code means."""
+    """The DatabaseFault `exc` is, by the store's classification; None for anything else (a
+    bug such as a constraint violation stays a plain internal error)."""
     if isinstance(exc, DatabaseFault):
         return exc
-    orig = getattr(exc, "orig", None)
-    driver_error = orig if isinstance(orig, BaseException) else exc
-    if isinstance(driver_error, sqlite3.Error):
-        code = getattr(driver_error, "sqlite_errorcode", None)
-        cause = None if code is None else _SQLITE_CAUSES.get(code & 0xFF)
-        return None if cause is None else DatabaseFault(cause)
-    # Another driver: SQLAlchemy files connection and server failures under OperationalError.
-    if orig is not None and type(exc).__name__ == "OperationalError":
-        return DatabaseFault(_server_cause(orig))
-    return None
-
-
-# PostgreSQL SQLSTATEs an operator can act on (psycopg's `.sqlstate`; None before a session).
-_SQLSTATE_CAUSES = {
-    "28P01": "the server refused the credentials",
-    "28000": "the server refused the credentials",
-    "3D000": "the database does not exist on the server",
-    "57014": "a statement took longer than the statement timeout",
-    "57P01": "the server is shutting down",
-    "53300": "the server has no free connection slots",
-}
-
-
-# libpq reports a refused connection as text only (no SQLSTATE): the server's FATAL line. Only
-# the category is shown; the text itself names the user, which may be a secret.
-_CONNECT_CAUSES = (
-    ("password authentication failed", "the server refused the credentials"),
-    ("authentication failed", "the server refused the credentials"),
-    ("role ", "the server refused the credentials"),
-    ("database ", "the database does not exist on the server"),
-)
-
-
-def _server_cause(orig: object) -> str:
-    sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate is not None:
-        return _SQLSTATE_CAUSES.get(str(sqlstate), "the database is unavailable")
-    text = str(orig)
-    fatal = text.partition("FATAL:")[2]
-    for needle, cause in _CONNECT_CAUSES:
-        if needle in fatal and ("exist" in fatal or "authentication" in needle):
-            return cause
-    return "the database server cannot be reached"
+    return _CLASSIFIERS[0](exc) if _CLASSIFIERS else None
 
 
 def to_wire(exc: BaseException) -> dict[str, Any]:

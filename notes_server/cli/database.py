@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -43,7 +42,9 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
         if not settings.db_is_default:
             engine.dispose()
             if not existed:
-                _remove_if_empty(path)
+                from notes_server.store.sqlite_file import remove_if_empty
+
+                remove_if_empty(path)
             raise _unmigrated(current)
         # Serialized: when several processes start on a fresh database, one creates the
         # schema and the others wait for it, then find it current.
@@ -55,24 +56,6 @@ def _ensure_schema(settings: Settings, *, announce: bool) -> None:
             )
     finally:
         engine.dispose()
-
-
-def _remove_if_empty(path: Path | None) -> None:
-    """Opening a SQLite file that did not exist created it (and maybe its -wal and -shm);
-    a refused start takes them away again, as long as no table was created meanwhile."""
-    import sqlite3
-
-    if path is None or not path.is_file():
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                return
-    except sqlite3.Error:
-        return
-    for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
 
 
 def _unmigrated(current: str | None) -> StartupFailure:

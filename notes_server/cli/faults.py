@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import click
 
 from notes_server.cli.errors import StartupFailure
-from notes_server.errors import database_fault
 
 
 class DatabaseUnavailable(StartupFailure):
@@ -22,13 +21,14 @@ class DatabaseUnavailable(StartupFailure):
 
 def fault_cause(exc: BaseException) -> str | None:
     """Why the database cannot be used, in words for the operator; None for a genuine bug."""
+    from notes_server.store.faults import database_fault, unusable_url_cause
+
     fault = database_fault(exc)
     if fault is not None:
         return fault.cause
-    from sqlalchemy.exc import ArgumentError
-
-    if isinstance(exc, ArgumentError):  # a malformed URL or an unknown dialect
-        return f"not a usable database URL ({exc})"
+    refused_url = unusable_url_cause(exc)
+    if refused_url is not None:
+        return refused_url
     if isinstance(exc, ModuleNotFoundError):
         return f"its database driver is not installed ({exc})"
     if isinstance(exc, OSError):  # its directory, or the state key file beside it

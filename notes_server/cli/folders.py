@@ -118,12 +118,14 @@ def _confine(
 
     from notes_server.config import build_settings
     from notes_server.security.sandbox import SandboxUnavailable, confine, policy_for_folder
+    from notes_server.store.sqlite_file import hold_open_in_wal
 
     settings = build_settings(db=db)
     folders = tuple(Path(os.path.realpath(path)) for path in writable)
     reads = tuple(Path(os.path.realpath(path)) for path in readable)
     try:
-        confine(mode, policy_for_folder(settings.sqlite_path, folders, reads=reads))
+        policy = policy_for_folder(settings.sqlite_path, folders, reads=reads)
+        confine(mode, policy, hold_database=hold_open_in_wal)
     except SandboxUnavailable as exc:
         raise StartupFailure(f"--sandbox require: {exc}") from None
 

@@ -33,6 +33,7 @@ def confine_serving(
     """
     from notes_server.security.keyring import KeyRing
     from notes_server.security.sandbox import SandboxUnavailable, confine, policy_for
+    from notes_server.store.sqlite_file import hold_open_in_wal
 
     key_file = settings.state_key_file
     if settings.sandbox != "off" and not settings.state_keys and key_file is not None:
@@ -49,7 +50,7 @@ def confine_serving(
         settings.sqlite_path, transport=transport, reads=reads, connect_ports=connect_ports
     )
     try:
-        status = confine(settings.sandbox, policy)
+        status = confine(settings.sandbox, policy, hold_database=hold_open_in_wal)
     except SandboxUnavailable as exc:
         raise SandboxRefused(f"--sandbox require: {exc}") from None
     if mirrored and status.startswith("sandbox landlock"):

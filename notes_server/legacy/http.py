@@ -256,15 +256,15 @@ class LegacyHttp:
         return _json(200, encode_result(request.id, {}))
 
     def _quick(self, request: Request) -> bool:
-        """A request the server marks as quick (`McpServer.runs_quickly`: a static result, or a
+        """A request the server marks as quick (`McpServer.runs_on_loop`: a static result, or a
         bounded local read such as `notes_read` on embedded SQLite), named in full: a tool call
         without `workspaceUri` first reads the grants to fill it in."""
         if request.method != "tools/call":
-            return self.server.runs_quickly(request.method, None)
+            return self.server.runs_on_loop(request.method, None)
         name, arguments = request.params.get("name"), request.params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return False
-        return "workspaceUri" in arguments and self.server.runs_quickly(request.method, name)
+        return "workspaceUri" in arguments and self.server.runs_on_loop(request.method, name)
 
     def _conversation(
         self,

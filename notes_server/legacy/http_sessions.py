@@ -15,7 +15,7 @@ from typing import Any
 
 from notes_server.legacy.roots import ROOTS_WAIT_S, GrantLookup, Roots, dump_roots, load_roots
 from notes_server.legacy.session import LegacySession
-from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
+from notes_server.store.sessions import QuestionState, SessionRecord, SqlLegacySessions
 
 SESSION_TTL = timedelta(hours=24)
 # How often each HTTP worker deletes expired sessions and questions (not only when a session
@@ -79,8 +79,8 @@ class SessionStore:
 
     @property
     def quick(self) -> bool:
-        """Whether `lookup` and `poll` may run on the event loop (`reads_quickly`)."""
-        return self.repo.reads_quickly
+        """Whether `lookup` and `poll` may run on the event loop (`runs_on_loop`)."""
+        return self.repo.runs_on_loop
 
     def lookup(self, key: str, principal: str) -> tuple[LegacySession, bool] | None:
         """The principal's live session, and whether its expiry is due to move forward
@@ -123,7 +123,7 @@ class SessionStore:
         expires = self.options.clock() + timedelta(seconds=wait_s + 60)
         self.repo.cancel(key, client_key, expires)
 
-    def poll(self, key: str, question: str) -> Answer | None:
+    def poll(self, key: str, question: str) -> QuestionState | None:
         return self.repo.poll(key, question)
 
     def close(self, key: str, question: str) -> None:

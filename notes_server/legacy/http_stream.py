@@ -53,7 +53,7 @@ from notes_server.legacy.session import LegacyHandler
 from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.protocol.server import internal_error
-from notes_server.store.sessions import Answer
+from notes_server.store.sessions import QuestionState
 from notes_server.transports.http_progress import Relay, sse_chunk
 
 log = logging.getLogger("notes_server.legacy")
@@ -94,7 +94,7 @@ class QuestionStore(Protocol):
 
     def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool: ...
 
-    def poll(self, key: str, question: str) -> Answer | None: ...
+    def poll(self, key: str, question: str) -> QuestionState | None: ...
 
     def close(self, key: str, question: str) -> None: ...
 
@@ -312,11 +312,11 @@ class Conversation:
                 return
             self.store.close(self.session, question_id)
 
-    async def poll(self, row: str) -> Answer | None:
+    async def poll(self, row: str) -> QuestionState | None:
         """A question's state: on the event loop when that is one local read."""
         if self.quick_polls:
             return self.store.poll(self.session, row)
-        answer: Answer | None = await self.run(lambda: self.store.poll(self.session, row))
+        answer: QuestionState | None = await self.run(lambda: self.store.poll(self.session, row))
         return answer
 
     async def _wait(

@@ -67,22 +67,16 @@ STATIC_METHODS = frozenset(
 
 
 def internal_error(exc: Exception, during: str) -> dict[str, Any]:
-    """The -32603 for an unexpected exception: a database fault names its cause (and is logged
-    in one line, since it is the environment, not a bug); anything else is logged in full."""
+    """The -32603 for an unexpected exception: a database fault (as the store classifies it)
+    names its cause (and is logged in one line, since it is the environment, not a bug);
+    anything else is logged in full."""
     fault = database_fault(exc)
     if fault is None:
         log.exception("internal error while handling %s", during[:64])
     else:
-        log.error(
-            "database fault while handling %s: %s (%s)", during[:64], fault.cause, exc_text(exc)
-        )
+        words = fault.detail or str(exc)[:200]
+        log.error("database fault while handling %s: %s (%s)", during[:64], fault.cause, words)
     return to_wire(exc)
-
-
-def exc_text(exc: BaseException) -> str:
-    """The driver's own words, without SQLAlchemy's statement and parameters."""
-    orig = getattr(exc, "orig", None)
-    return str(orig if isinstance(orig, BaseException) else exc)[:200]
 
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
@@ -91,7 +85,7 @@ MAX_VARIANTS = 16
 
 class McpServer:
     """The server: tools, resources and capabilities as composed by the extension registry
-    (`extensions.registry.ExtensionRegistry`), answering one message at a time."""
+    (`features.registry.ExtensionRegistry`), answering one message at a time."""
 
     def __init__(
         self,
@@ -136,16 +130,17 @@ class McpServer:
             self._variants[(key, variant)] = cached
         return cached
 
-    def runs_quickly(self, method: str, name: str | None) -> bool:
-        """Whether a request for `method` (and tool `name`) is known to be cheap and bounded:
-        a static result, or a tool whose `is_quick()` says so. A transport may then skip its worker
-        thread; the caller must make sure the message really is that request."""
+    def runs_on_loop(self, method: str, name: str | None) -> bool:
+        """Whether a request for `method` (and tool `name`) may run on a transport's event
+        loop, being cheap and bounded: a static result, or a tool whose `runs_on_loop()` says
+        so. A transport may then skip its worker thread; the caller must make sure the message
+        really is that request."""
         if method in STATIC_METHODS:
             return True
         if method != "tools/call" or name is None:
             return False
         tool = self.registry.get(name)
-        return tool is not None and tool.is_quick()
+        return tool is not None and tool.runs_on_loop()
 
     def handle_raw(
         self, raw: bytes | str, principal: str, notify: Emit | None = None

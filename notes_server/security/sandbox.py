@@ -17,11 +17,12 @@ extension code (`--tools-module`), before the warm-up thread and before uvicorn.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from notes_server.errors import StoreError
 from notes_server.security import landlock, seccomp
 from notes_server.security.landlock import abi_version
 from notes_server.security.runtime_reads import runtime_places
@@ -35,8 +36,9 @@ __all__ = [
     "policy_for_folder",
 ]
 
-# A connection opened before confinement and kept until exit (see `_hold_open`).
-_KEPT: list[sqlite3.Connection] = []
+# Makes the SQLite file's -wal and -shm companions exist and keep existing (the store's
+# `sqlite_file.hold_open_in_wal`); returns every file the confined process may write.
+HoldDatabase = Callable[[Path], Sequence[Path]]
 
 
 class SandboxUnavailable(RuntimeError):
@@ -121,8 +123,10 @@ def thread_count() -> int:
     return max(threading.active_count(), kernel)
 
 
-def confine(mode: str, policy: Policy) -> str:
+def confine(mode: str, policy: Policy, *, hold_database: HoldDatabase) -> str:
     """Apply the sandbox per `mode` (auto, require, off); return a short status for the banner.
+    `hold_database` prepares the policy's SQLite file first (the store knows how: WAL mode,
+    a connection kept open so its companion files stay).
 
     `require` fails closed (SandboxUnavailable): no Landlock, no seccomp filter, or other
     threads already running mean no serving. `auto` serves unconfined and says why.
@@ -135,7 +139,7 @@ def confine(mode: str, policy: Policy) -> str:
             raise SandboxUnavailable(problem)
         return f"not confined: {problem}"
     try:
-        files = _hold_open(policy.database) if policy.database is not None else []
+        files = _database_files(policy.database, hold_database)
         abi = landlock.restrict(
             files,
             deny_bind=not policy.tcp_bind,
@@ -167,29 +171,13 @@ def _precondition_problem() -> str | None:
     return None
 
 
-def _hold_open(database: Path) -> list[Path]:
-    """Open the database in WAL mode and keep that connection until exit; return the files
-    the confined process may write.
-
-    Landlock rules are per inode and grant no file creation, so the -wal and -shm files must
-    exist before confinement and keep existing: SQLite deletes them when the last connection
-    closes, but only when it can lock the database exclusively, which this open connection
-    (holding its shared lock, as every WAL-mode connection does) prevents. In WAL mode SQLite
-    never creates a -journal file. Created here unconfined, they also get the database's
-    owner and mode from SQLite itself.
-    """
+def _database_files(database: Path | None, hold_database: HoldDatabase) -> list[Path]:
+    """The files the confined process may write: none on a database server; else the SQLite
+    file and its companions, held open by the store. A file that cannot be held fails like a
+    Landlock refusal."""
+    if database is None:
+        return []
     try:
-        keeper = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
-        keeper.execute("PRAGMA busy_timeout = 30000")
-        mode = keeper.execute("PRAGMA journal_mode = WAL").fetchone()
-        keeper.execute("SELECT count(*) FROM sqlite_schema").fetchone()
-    except sqlite3.Error as exc:
-        raise landlock.LandlockError(
-            f"cannot prepare the database for confinement: {exc}"
-        ) from None
-    if mode is None or str(mode[0]).lower() != "wal":
-        keeper.close()
-        raise landlock.LandlockError("the database cannot use WAL mode, which confinement needs")
-    _KEPT.append(keeper)
-    companions = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm")]
-    return [database, *(path for path in companions if path.exists())]
+        return list(hold_database(database))
+    except StoreError as exc:
+        raise landlock.LandlockError(str(exc)) from None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from notes_server.errors import database_fault
+from notes_server.errors import DatabaseFault
 from notes_server.security.principals import SEPARATOR
 
 PREFIX = "nst_"
@@ -69,7 +69,8 @@ class TokenRecords(Protocol):
     def find_active(self, token_hash: str, now: datetime) -> StoredToken | None: ...
 
     def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
-        """Record the token's use, unless it was recorded recently."""
+        """Record the token's use, unless it was recorded recently; DatabaseFault when the
+        database cannot record it (the store classifies the driver's error)."""
 
 
 def utc_now() -> datetime:
@@ -157,10 +158,7 @@ class TokenVerifier:
         read-only) must not lock every client out of reading. Warns once per process."""
         try:
             self.records.touch_if_due(token.id, token.last_used_at, now)
-        except Exception as exc:
-            fault = database_fault(exc)
-            if fault is None:
-                raise
+        except DatabaseFault as fault:
             if not self._touch_failed:
                 self._touch_failed = True
                 log.warning("cannot record token use (%s); requests go on", fault.cause)

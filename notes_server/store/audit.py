@@ -12,11 +12,11 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, insert, select
 
-from notes_server.store.engine import CoreRun, DriverRun, FastWrite, uses_driver
+from notes_server.store.engine import CoreRun, DriverRun, DriverWrite, uses_driver
 from notes_server.store.models import audit_table as audit
 
 # Built once; the values are bound per call (on SQLite straight on the driver connection).
-_INSERT = FastWrite(insert(audit))
+_INSERT = DriverWrite(insert(audit))
 
 
 @dataclass(frozen=True, slots=True)

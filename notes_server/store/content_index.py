@@ -24,7 +24,7 @@ from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select,
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
 from notes_server.markup.tags import body_tags, tag_key, unique
-from notes_server.store.engine import FastRead, FastWrite, driver_connection, uses_driver
+from notes_server.store.engine import DriverRead, DriverWrite, driver_connection, uses_driver
 from notes_server.store.keys import title_key
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import links_table as links
@@ -36,14 +36,14 @@ CHUNK = 500
 
 # The statements of every write, built once and run on the driver on SQLite (as the notes
 # repository does): building and compiling them per write cost more than running them.
-_DELETE_LINKS = FastWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
-_DELETE_TAGS = FastWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
+_DELETE_LINKS = DriverWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
+_DELETE_TAGS = DriverWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
 _INSERT_LINK = insert(links)
 _INSERT_TAG = insert(tags)
-_EXTRA = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+_EXTRA = DriverRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
 # The links that could name a note by one of two paths or two title keys (a note's old and
 # new ones; the same twice when there is one), each side through its own index.
-_WAITING = FastRead(
+_WAITING = DriverRead(
     select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
         or_(
             and_(
@@ -103,14 +103,14 @@ def _insert(
         conn.execute(statement, rows)
 
 
-def _write(stmt: FastWrite, conn: Connection, values: dict[str, Any]) -> None:
+def _write(stmt: DriverWrite, conn: Connection, values: dict[str, Any]) -> None:
     if uses_driver(conn):
         stmt.rowcount(conn, values)
     else:
         conn.execute(stmt.statement, values)
 
 
-def _read(stmt: FastRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
+def _read(stmt: DriverRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
     if uses_driver(conn):
         return stmt.all(conn, values)
     return conn.execute(stmt.statement, values).all()

@@ -28,6 +28,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from notes_server.config import STORE_IMPLS
 from notes_server.dburl import parse_database_url
+from notes_server.store.faults import is_transient
 from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
@@ -38,8 +39,6 @@ POOL_OVERFLOW = 5
 # A statement that runs longer than a request may is cancelled by the server (SQLSTATE 57014)
 # instead of holding locks after the client was answered 503: the HTTP request timeout.
 STATEMENT_TIMEOUT_MS = 30_000
-# SQLSTATEs that mean "run the whole transaction again": serialization failure, deadlock.
-TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
 RETRY_ATTEMPTS = 5
 RETRY_BASE_DELAY = 0.01
 _T = TypeVar("_T")
@@ -90,13 +89,6 @@ def _on_server_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
     # psycopg opens a transaction for the SET; leave the session idle, as the pool expects.
     dbapi_connection.commit()
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether a failed transaction should simply run again: a serialization failure or a
-    deadlock the server broke (PostgreSQL SQLSTATE 40001/40P01)."""
-    orig = getattr(exc, "orig", exc)
-    return getattr(orig, "sqlstate", None) in TRANSIENT_SQLSTATES
 
 
 def retrying(body: Callable[[], _T], *, attempts: int = RETRY_ATTEMPTS) -> _T:
@@ -155,6 +147,13 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
+def connect_once(engine: Engine) -> None:
+    """Open a connection and run one trivial statement: the driver is imported, the pragmas
+    (or session settings) applied and the pool holds a live connection before it is needed."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+
+
 def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     """A read transaction: one consistent snapshot for multi-statement reads. On embedded
     SQLite it runs on the thread's held connection (store.snapshot), without a pool checkout."""
@@ -162,9 +161,11 @@ def read_tx(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read()
 
 
-def reads_quickly(engine: Engine) -> bool:
-    """Whether a `read_statement` is one local indexed read on the thread's held connection
-    (embedded SQLite through the driver): cheap enough to run on an event loop."""
+def runs_on_loop(engine: Engine) -> bool:
+    """The one answer to "may an indexed read on this engine run on an event loop?": its
+    `read_tx` and `read_statement` run on the thread's held connection (embedded SQLite through
+    the driver, WAL: a reader never waits for a writer or a network), cheaper than a hand-off
+    to a worker thread. False on a database server and on Core-only engines."""
     return ThreadSnapshots.of(engine) is not None
 
 
@@ -175,7 +176,7 @@ def read_statement(engine: Engine) -> AbstractContextManager[Connection]:
     return pooled_read(engine) if snapshots is None else snapshots.read(one_statement=True)
 
 
-class _OnDriver(ABC):
+class DriverStatement(ABC):
     """A Core statement, prepared once, that the SQLite repositories run straight on the
     DB-API connection (inside the caller's transaction); the Core ones execute `.statement`."""
 
@@ -192,7 +193,7 @@ class _OnDriver(ABC):
         """The SQL text and positional values SQLAlchemy itself would send."""
 
 
-class FastRead(_OnDriver):
+class DriverRead(DriverStatement):
     """A read-only Core statement that the SQLite repositories run on the pysqlite connection.
 
     For the reads on every tool call (grant lookup, note by id, title match, search): sent
@@ -230,15 +231,15 @@ class FastRead(_OnDriver):
         for name in compiled.positiontup or ():
             bind = compiled.binds[name]
             if bind.expanding or bind.callable is not None:
-                raise TypeError("FastRead takes plain bound values only")
+                raise TypeError("DriverRead takes plain bound values only")
             binds.append((bind.key, bind.value, bool(bind.required)))
         return compiled.string, tuple(binds)
 
 
-class FastWrite(_OnDriver):
+class DriverWrite(DriverStatement):
     """A DML Core statement that the SQLite repositories run on the pysqlite connection.
 
-    The write-side twin of FastRead, for the statements inside the confirmed-action transaction
+    The write-side twin of DriverRead, for the statements inside the confirmed-action transaction
     (claim the nonce, delete, audit, prune): compiled once per set of value names, bound values
     converted by the columns' own bind processors (timestamps as SQLAlchemy's SQLite text), so
     the driver receives exactly what a Core execution would send. Statements that need
@@ -273,15 +274,15 @@ class CoreRun:
     rows come back typed by the column types (aware UTC timestamps, booleans)."""
 
     @staticmethod
-    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+    def _first(stmt: DriverStatement, conn: Connection, values: Mapping[str, Any]) -> Any:
         return conn.execute(stmt.statement, dict(values)).first()
 
     @staticmethod
-    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+    def _all(stmt: DriverRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
         return conn.execute(stmt.statement, dict(values)).all()
 
     @staticmethod
-    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+    def _rowcount(stmt: DriverWrite, conn: Connection, values: Mapping[str, Any]) -> int:
         return int(cast(Any, conn.execute(stmt.statement, dict(values))).rowcount)
 
 
@@ -290,15 +291,15 @@ class DriverRun:
     driver returns them (the repository converts them the way the column types would)."""
 
     @staticmethod
-    def _first(stmt: _OnDriver, conn: Connection, values: Mapping[str, Any]) -> Any:
+    def _first(stmt: DriverStatement, conn: Connection, values: Mapping[str, Any]) -> Any:
         return stmt.first(conn, values)
 
     @staticmethod
-    def _all(stmt: FastRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
+    def _all(stmt: DriverRead, conn: Connection, values: Mapping[str, Any]) -> Sequence[Any]:
         return stmt.all(conn, values)
 
     @staticmethod
-    def _rowcount(stmt: FastWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+    def _rowcount(stmt: DriverWrite, conn: Connection, values: Mapping[str, Any]) -> int:
         return stmt.rowcount(conn, values)
 
 
@@ -319,7 +320,7 @@ class _Bound:
             SQLCompiler, cast(Any, statement).compile(dialect=dialect, column_keys=keys)
         )
         if compiled.insert_prefetch or compiled.update_prefetch:
-            raise TypeError("FastWrite cannot compute Python-side column defaults")
+            raise TypeError("DriverWrite cannot compute Python-side column defaults")
         names = list(compiled.positiontup or ())
         processors = [
             compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)

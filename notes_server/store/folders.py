@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from notes_server.store import content_index, history
-from notes_server.store.engine import FastRead, uses_driver
+from notes_server.store.engine import DriverRead, uses_driver
 from notes_server.store.models import folder_sync_table as sync_state
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import mirrors_table as mirrors
@@ -123,7 +123,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     return False
 
 
-_EXTRA_OF = FastRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+_EXTRA_OF = DriverRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
 
 
 def extra_of(conn: Connection, note_id: str) -> str:

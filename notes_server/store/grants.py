@@ -12,12 +12,12 @@ from typing import Protocol
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, uses_driver
 from notes_server.store.models import grants_table as grants
 
 ROLES = ("read", "write")
 # Built once: role_for runs on every tool call.
-_ROLE = FastRead(
+_ROLE = DriverRead(
     select(grants.c.role).where(
         grants.c.principal == bindparam("principal"), grants.c.workspace == bindparam("workspace")
     )

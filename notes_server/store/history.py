@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from notes_server.store.engine import FastWrite, uses_driver
+from notes_server.store.engine import DriverWrite, uses_driver
 from notes_server.store.models import TZ
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import notes_table as notes
@@ -54,8 +54,8 @@ _SOURCE = select(
 ).where(notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version"))
 
 
-def _keep(dialect: Any) -> FastWrite:
-    return FastWrite(
+def _keep(dialect: Any) -> DriverWrite:
+    return DriverWrite(
         dialect.insert(revisions)
         .from_select([c.name for c in _KEPT], _SOURCE)
         .on_conflict_do_nothing(index_elements=["note_id", "version"])

@@ -77,7 +77,7 @@ def watch(engine: Engine, embedder: Any, stop: threading.Event, interval: float 
 
 
 def _cause(exc: BaseException) -> str:
-    from notes_server.errors import database_fault
+    from notes_server.store.faults import database_fault
 
     fault = database_fault(exc)
     return fault.cause if fault is not None else type(exc).__name__

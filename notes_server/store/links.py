@@ -12,13 +12,13 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, case, func, select
 
-from notes_server.store.engine import FastRead, uses_driver
+from notes_server.store.engine import DriverRead, uses_driver
 from notes_server.store.models import links_table as links
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NoteRecord
 
 _target = notes.alias("target")
-_OUTGOING = FastRead(
+_OUTGOING = DriverRead(
     select(links.c.kind, links.c.target, links.c.heading, *[_target.c[c.name] for c in COLUMNS])
     .select_from(
         links.outerjoin(
@@ -36,7 +36,7 @@ _first = (
     .group_by(links.c.note_id)
     .subquery()
 )
-_INCOMING = FastRead(
+_INCOMING = DriverRead(
     select(*COLUMNS, links.c.context, _first.c.links)
     .select_from(_first)
     .join(links, links.c.id == _first.c.first)
@@ -44,7 +44,7 @@ _INCOMING = FastRead(
     .order_by(notes.c.path)
     .limit(bindparam("limit"))
 )
-_COUNTS = FastRead(
+_COUNTS = DriverRead(
     select(
         select(func.count())
         .where(links.c.note_id == bindparam("note_id"), links.c.workspace == bindparam("workspace"))
@@ -84,7 +84,7 @@ class LinkCounts(NamedTuple):
     incoming: int
 
 
-def _run(stmt: FastRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
+def _run(stmt: DriverRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
     if uses_driver(conn):
         return stmt.all(conn, values)
     return conn.execute(stmt.statement, values).all()

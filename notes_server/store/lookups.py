@@ -1,5 +1,6 @@
 """Bounded prefix and recency lookups over one workspace's live notes, for argument completion
-and prompts. Nothing here knows about principals: callers authorize the workspace first.
+and prompts. Nothing here knows about principals (callers authorize the workspace first), except
+`granted_notes`, the resource listing, which joins the principal's grants itself.
 
 A prefix is a range on an existing index, so a lookup reads at most `limit` index entries
 whatever the workspace's size: `(workspace, path)` (the unique constraint) for paths and
@@ -12,22 +13,25 @@ decides how fast it is found). Archived notes are excluded in the query.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, bindparam, func, select
 
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, uses_driver
+from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord, title_key
 
 TOP = "\U0010ffff"
 
 
-def _prefixed(column: ColumnElement[str], select_column: ColumnElement[str]) -> FastRead:
+def _prefixed(column: ColumnElement[str], select_column: ColumnElement[str]) -> DriverRead:
     """Up to :limit values of `select_column` for live notes of :workspace whose `column`
     starts with :low, in `column` order. One statement for every prefix, the empty one too
     (`substr(x, 1, 0)` is ''), built once: on embedded SQLite it runs on the driver."""
-    return FastRead(
+    return DriverRead(
         select(select_column)
         .where(
             notes.c.workspace == bindparam("workspace"),
@@ -45,7 +49,7 @@ _PATHS = _prefixed(notes.c.path, notes.c.path)
 _TITLES = _prefixed(notes.c.title_key, notes.c.title)
 
 
-def _run(stmt: FastRead, conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
+def _run(stmt: DriverRead, conn: Connection, workspace: str, prefix: str, limit: int) -> list[str]:
     values = {
         "workspace": workspace,
         "low": prefix,
@@ -100,3 +104,34 @@ def note_titled(conn: Connection, workspace: str, title: str) -> NoteRecord | No
     )
     row = conn.execute(query).first()
     return None if row is None else NoteRecord.from_row(row)
+
+
+class ListedNote(NamedTuple):
+    """A live note as the resource listing names it."""
+
+    workspace: str
+    path: str
+    title: str
+    id: str
+
+
+def granted_notes(
+    conn: Connection,
+    principal: str,
+    workspaces: Sequence[str] | None,
+    limit: int,
+    offset: int,
+) -> list[ListedNote]:
+    """Up to `limit` live notes from `offset` in the workspaces granted to `principal`, in
+    (workspace, path) order; `workspaces`, when given, narrows the grants (never widens them)."""
+    query = (
+        select(notes.c.workspace, notes.c.path, notes.c.title, notes.c.id)
+        .join(grants, grants.c.workspace == notes.c.workspace)
+        .where(grants.c.principal == principal, notes.c.archived.is_(False))
+        .order_by(notes.c.workspace, notes.c.path)
+        .limit(limit)
+        .offset(offset)
+    )
+    if workspaces is not None:
+        query = query.where(notes.c.workspace.in_(workspaces))
+    return [ListedNote(*row) for row in conn.execute(query)]

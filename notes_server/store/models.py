@@ -206,6 +206,8 @@ http_sessions_table = Table(
     # The level `logging/setLevel` chose (NULL: no log messages for this session).
     Column("log_level", String(16), nullable=True),
     Index("ix_legacy_sessions_expires", "expires_at"),
+    # Past the cap, opening a session ends the principal's least recently used (by expiry).
+    Index("ix_legacy_sessions_principal_expires", "principal", "expires_at"),
 )
 
 # A server-initiated request (elicitation/create) awaiting the client's answer, which may be

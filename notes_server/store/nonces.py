@@ -16,14 +16,14 @@ from typing import Any, Protocol
 from sqlalchemy import BigInteger, Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, DriverWrite, uses_driver
 from notes_server.store.models import nonces_table as nonces
 
 PRUNE_BATCH = 200
 
 # Built once (every confirmed action runs all three); values are bound per call. On SQLite they
-# run straight on the driver connection (FastRead/FastWrite), inside the caller's transaction.
-_GET = FastRead(
+# run straight on the driver connection (DriverRead/DriverWrite), inside the caller's transaction.
+_GET = DriverRead(
     select(
         nonces.c.nonce,
         nonces.c.principal,
@@ -34,12 +34,12 @@ _GET = FastRead(
     ).where(nonces.c.nonce == bindparam("nonce"))
 )
 _CLAIM = {
-    "postgresql": FastWrite(
+    "postgresql": DriverWrite(
         postgresql.insert(nonces)
         .on_conflict_do_nothing(index_elements=["nonce"])
         .returning(nonces.c.nonce)
     ),
-    "sqlite": FastWrite(
+    "sqlite": DriverWrite(
         sqlite.insert(nonces)
         .on_conflict_do_nothing(index_elements=["nonce"])
         .returning(nonces.c.nonce)
@@ -49,7 +49,7 @@ _CLAIM = {
 _LOCK = select(
     func.pg_advisory_xact_lock(func.hashtextextended(bindparam("nonce"), 0, type_=BigInteger))
 )
-_PRUNE = FastWrite(
+_PRUNE = DriverWrite(
     delete(nonces).where(
         nonces.c.nonce.in_(
             select(nonces.c.nonce)

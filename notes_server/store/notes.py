@@ -32,7 +32,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from notes_server.store import content_index, history
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, FastWrite, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, DriverWrite, uses_driver
 from notes_server.store.keys import title_key as title_key  # re-exported: callers know it here
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import grants_table as grants
@@ -52,15 +52,15 @@ COLUMNS = (
     notes.c.archived_at,
 )
 # The hot statements are built once, with bind parameters: building and cache-keying a Core
-# statement on every call cost more than running it (reads also skip Core on SQLite: FastRead).
-_GET_NOTE = FastRead(
+# statement on every call cost more than running it (reads also skip Core on SQLite: DriverRead).
+_GET_NOTE = DriverRead(
     select(*COLUMNS).where(
         notes.c.id == bindparam("note_id"), notes.c.workspace == bindparam("workspace")
     )
 )
 # The grant and the note in one statement (no row: no grant; NULL note columns: no such note),
 # so that a by-id read is one statement instead of two.
-_GET_GRANTED = FastRead(
+_GET_GRANTED = DriverRead(
     select(grants.c.role, *COLUMNS)
     .select_from(
         grants.outerjoin(
@@ -105,7 +105,7 @@ _TITLE_CONTAINS = select(notes.c.seq).where(
     notes.c.workspace == bindparam("workspace"),
     _Position(notes.c.title_key, bindparam("title_key")) > 0,
 )
-_CANDIDATES = FastRead(
+_CANDIDATES = DriverRead(
     select(*COLUMNS, func.count().over())
     .where(notes.c.seq.in_(_TITLE_CONTAINS), notes.c.archived == bindparam("archived"))
     .order_by((notes.c.title_key == bindparam("title_key")).desc(), *NEWEST_FIRST)
@@ -120,7 +120,7 @@ _MATCHING_KEYS = select(notes.c.title_key).where(
     notes.c.workspace == bindparam("workspace"),
     _Position(notes.c.title_key, bindparam("title_key")) > 0,
 )
-_PG_CANDIDATES = FastRead(
+_PG_CANDIDATES = DriverRead(
     select(*COLUMNS, func.count().over())
     .where(
         notes.c.workspace == bindparam("workspace"),
@@ -131,7 +131,7 @@ _PG_CANDIDATES = FastRead(
     .limit(bindparam("limit"))
 )
 # Runs inside a confirmed action's write transaction: straight on the driver on SQLite.
-_DELETE = FastWrite(
+_DELETE = DriverWrite(
     delete(notes).where(notes.c.id == bindparam("note_id"), notes.c.version == bindparam("version"))
 )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import ColumnElement, Connection, Table, delete, select, update
 
 from notes_server.store.models import accounts_table as accounts
 from notes_server.store.models import oauth_clients_table as clients
@@ -228,17 +228,20 @@ def count_registered_since(conn: Connection, since: datetime) -> int:
 
 def revoke_client(conn: Connection, client_id: str, now: datetime) -> bool:
     """Revoke the client and every consent it holds (and so every token)."""
+    done = _revoke(conn, clients, clients.c.client_id, client_id, now)
+    _revoke(conn, grants, grants.c.client_id, client_id, now)
+    return done == 1
+
+
+def _revoke(
+    conn: Connection, table: Table, key: ColumnElement[str], value: str, now: datetime
+) -> int:
+    """Mark `table`'s rows whose `key` is `value` and that are not revoked yet as revoked at
+    `now`; how many there were."""
     done = conn.execute(
-        update(clients)
-        .where(clients.c.client_id == client_id, clients.c.revoked_at.is_(None))
-        .values(revoked_at=now)
+        update(table).where(key == value, table.c.revoked_at.is_(None)).values(revoked_at=now)
     )
-    conn.execute(
-        update(grants)
-        .where(grants.c.client_id == client_id, grants.c.revoked_at.is_(None))
-        .values(revoked_at=now)
-    )
-    return done.rowcount == 1
+    return int(done.rowcount)
 
 
 # -- grants (consents) ------------------------------------------------------------------------
@@ -314,12 +317,7 @@ def list_grants(conn: Connection, client_id: str | None = None) -> list[GrantRec
 
 
 def revoke_grant(conn: Connection, grant_id: str, now: datetime) -> bool:
-    done = conn.execute(
-        update(grants)
-        .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
-        .values(revoked_at=now)
-    )
-    return done.rowcount == 1
+    return _revoke(conn, grants, grants.c.id, grant_id, now) == 1
 
 
 # -- authorization codes ----------------------------------------------------------------------

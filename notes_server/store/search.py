@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
-from notes_server.store.engine import CoreRun, DriverRun, FastRead, uses_driver
+from notes_server.store.engine import CoreRun, DriverRead, DriverRun, uses_driver
 from notes_server.store.models import FTS_TABLE, TRIGRAM_TABLE
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
@@ -38,13 +38,13 @@ class SearchHit:
     section: str | None = None
 
 
-def _recent_statements() -> dict[bool, FastRead]:
+def _recent_statements() -> dict[bool, DriverRead]:
     recent = {}
     for include_archived in (False, True):
         conditions = [notes.c.workspace == bindparam("workspace")]
         if not include_archived:
             conditions.append(notes.c.archived.is_(False))
-        recent[include_archived] = FastRead(
+        recent[include_archived] = DriverRead(
             select(*COLUMNS)
             .where(and_(*conditions))
             .order_by(*NEWEST_FIRST)

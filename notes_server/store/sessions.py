@@ -9,8 +9,8 @@ opening one more ends its least recently used (the one whose expiry, which moves
 use, is earliest).
 
 The statements of every round (look up the session, ask, poll, answer, close) are built once;
-on embedded SQLite they run straight on the driver (`FastRead`/`FastWrite`) and the two reads
-may run on the caller's thread (`reads_quickly`): one indexed statement on the thread's held
+on embedded SQLite they run straight on the driver (`DriverRead`/`DriverWrite`) and the two reads
+may run on the caller's thread (`runs_on_loop`): one indexed statement on the thread's held
 connection, where a worker-thread hand-off would cost more than the read.
 """
 
@@ -24,11 +24,11 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 
 from notes_server.store.engine import (
     CoreRun,
+    DriverRead,
     DriverRun,
-    FastRead,
-    FastWrite,
+    DriverWrite,
     read_statement,
-    reads_quickly,
+    runs_on_loop,
     uses_driver,
     write_tx,
 )
@@ -47,7 +47,7 @@ CANCELLED_MARKER = "cancelled:"
 REFRESH_INTERVAL = timedelta(minutes=5)
 
 # Bind names differ from column names: in an UPDATE those are reserved for its SET values.
-_FIND = FastWrite(  # FastWrite: `now` needs the column's bind processing on the driver too
+_FIND = DriverWrite(  # DriverWrite: `now` needs the column's bind processing on the driver too
     select(
         sessions.c.principal,
         sessions.c.version,
@@ -63,12 +63,12 @@ _FIND = FastWrite(  # FastWrite: `now` needs the column's bind processing on the
         sessions.c.expires_at > bindparam("now"),
     )
 )
-_REFRESH = FastWrite(
+_REFRESH = DriverWrite(
     update(sessions)
     .where(sessions.c.session_hash == bindparam("hash"))
     .values(expires_at=bindparam("expiry", type_=sessions.c.expires_at.type))
 )
-_CANCELLED = FastRead(
+_CANCELLED = DriverRead(
     select(questions.c.request_id)
     .where(
         questions.c.session_hash == bindparam("hash"),
@@ -77,8 +77,8 @@ _CANCELLED = FastRead(
     )
     .limit(1)
 )
-_ASK = FastWrite(insert(questions))
-_ANSWER = FastWrite(
+_ASK = DriverWrite(insert(questions))
+_ANSWER = DriverWrite(
     update(questions)
     .where(
         questions.c.session_hash == bindparam("hash"),
@@ -89,7 +89,7 @@ _ANSWER = FastWrite(
     .values(response_json=bindparam("response", type_=questions.c.response_json.type))
 )
 _SAME_CALL = questions.alias("same_call")
-_POLL = FastRead(
+_POLL = DriverRead(
     select(
         questions.c.response_json,
         select(_SAME_CALL.c.request_id)
@@ -104,7 +104,7 @@ _POLL = FastRead(
         questions.c.request_id == bindparam("question"),
     )
 )
-_CLOSE = FastWrite(
+_CLOSE = DriverWrite(
     delete(questions).where(
         questions.c.session_hash == bindparam("hash"),
         questions.c.request_id == bindparam("question"),
@@ -126,7 +126,7 @@ class SessionRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class QuestionState:
     """A question's state: the client's JSON-RPC response (text), and whether it was cancelled."""
 
     response_json: str | None
@@ -183,10 +183,10 @@ class SqlLegacySessions:
         return deleted
 
     @property
-    def reads_quickly(self) -> bool:
+    def runs_on_loop(self) -> bool:
         """Whether `lookup` and `poll` are one local indexed read (embedded SQLite on the
         thread's held connection), cheap enough to run on the event loop."""
-        return reads_quickly(self.engine)
+        return runs_on_loop(self.engine)
 
     def lookup(self, session_hash: str, principal: str, now: datetime) -> SessionRecord | None:
         """The live session of this principal, read in one statement. Its expiry moves only
@@ -289,13 +289,13 @@ class SqlLegacySessions:
                 values = _question(session_hash, marker, client_request, expires, cancelled=True)
                 _runner(conn)._rowcount(_ASK, conn, values)
 
-    def poll(self, session_hash: str, request_id: str) -> Answer | None:
+    def poll(self, session_hash: str, request_id: str) -> QuestionState | None:
         """The question's state; None when it is gone (the session ended). It counts as
         cancelled when any row of its client request is: under READ COMMITTED a cancel can
         commit beside an `ask` it did not see, leaving the marker but not this row marked."""
         with read_statement(self.engine) as conn:
             row = _runner(conn)._first(_POLL, conn, {"hash": session_hash, "question": request_id})
-        return None if row is None else Answer(row[0], bool(row[1]))
+        return None if row is None else QuestionState(row[0], bool(row[1]))
 
     def close(self, session_hash: str, request_id: str) -> None:
         """Forget an answered or abandoned question. A cancelled one stays until it expires:

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, Connection, bindparam, func, select
 
 from notes_server.markup.tags import tag_key
-from notes_server.store.engine import FastRead, driver_connection, uses_driver
+from notes_server.store.engine import DriverRead, driver_connection, uses_driver
 from notes_server.store.models import notes_table as notes
 from notes_server.store.models import tags_table as tags
 
@@ -23,7 +23,7 @@ class TagCount(NamedTuple):
 
 # Built once (a statement built per call cost more than the read): one note's tags on the
 # driver on SQLite, a page of notes' tags with an expanding IN list through Core.
-_NOTE_TAGS = FastRead(
+_NOTE_TAGS = DriverRead(
     select(tags.c.tag).where(tags.c.note_id == bindparam("note_id")).order_by(tags.c.tag_key)
 )
 _PAGE_TAGS = (

@@ -10,12 +10,13 @@ from sqlalchemy import Connection, Engine, bindparam, insert, or_, select, updat
 from notes_server.store.engine import (
     CoreRun,
     DriverRun,
-    FastWrite,
+    DriverWrite,
     read_statement,
-    reads_quickly,
+    runs_on_loop,
     uses_driver,
     write_tx,
 )
+from notes_server.store.faults import database_fault
 from notes_server.store.models import tokens_table as api_tokens
 from notes_server.store.types import from_stored
 
@@ -95,8 +96,8 @@ def revoke(conn: Connection, token_id: int, now: datetime) -> bool:
 
 # Built once: every HTTP request whose token check is not remembered (any commit since, which
 # during a 2025-era session round is every request) runs it. On SQLite it runs on the driver
-# (FastWrite, for the bind processing of `now`).
-_FIND_ACTIVE = FastWrite(
+# (DriverWrite, for the bind processing of `now`).
+_FIND_ACTIVE = DriverWrite(
     select(*_COLUMNS).where(
         api_tokens.c.token_hash == bindparam("token_hash"),
         api_tokens.c.revoked_at.is_(None),
@@ -168,17 +169,24 @@ class SqlTokenRecords:
             )
 
     @property
-    def reads_quickly(self) -> bool:
+    def runs_on_loop(self) -> bool:
         """Whether `find_active` is one local indexed read (embedded SQLite on the thread's
         held connection), cheap enough for the event loop."""
-        return reads_quickly(self.engine)
+        return runs_on_loop(self.engine)
 
     def find_active(self, token_hash: str, now: datetime) -> TokenInfo | None:
         with read_statement(self.engine) as conn:  # one statement: one snapshot by itself
             return find_active(conn, token_hash, now)
 
     def touch_if_due(self, token_id: int, last_used_at: datetime | None, now: datetime) -> None:
-        """Record use at most once per TOUCH_INTERVAL, so reads rarely write."""
+        """Record use at most once per TOUCH_INTERVAL, so reads rarely write. A database that
+        cannot be written (read-only, full) raises its classified DatabaseFault."""
         if last_used_at is None or last_used_at <= now - TOUCH_INTERVAL:
-            with write_tx(self.engine) as conn:
-                touch(conn, token_id, now)
+            try:
+                with write_tx(self.engine) as conn:
+                    touch(conn, token_id, now)
+            except Exception as exc:
+                fault = database_fault(exc)
+                if fault is None:
+                    raise
+                raise fault from exc

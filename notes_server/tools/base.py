@@ -113,7 +113,7 @@ class Tool(ABC):
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def is_quick(self) -> bool:
+    def runs_on_loop(self) -> bool:
         """True when a call is a bounded local read (one row by key, after the grant check):
         HTTP then runs it on the event loop, where a worker-thread hand-off would cost more
         than the work. Never for anything that can wait on a lock, a network or a slow scan."""

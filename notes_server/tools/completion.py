@@ -19,7 +19,6 @@ from notes_server.tools.scope import authorize, usable_workspaces
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from notes_server.security.uri import WorkspaceUri
     from notes_server.tools.services import Services
 
 MAX_VALUES = 100
@@ -69,38 +68,30 @@ def complete_paths(
     services: Services, ctx: CallContext, prefix: str, context: Mapping[str, str]
 ) -> Completion:
     """Live note paths of the chosen workspace starting with `prefix` (case-sensitive)."""
-    from notes_server.store import lookups
+    from notes_server.store.lookups import paths_with_prefix
 
-    return _in_workspace(
-        services,
-        ctx,
-        context,
-        lambda c, w: lookups.paths_with_prefix(c, w.uri, prefix, MAX_VALUES + 1),
-    )
+    return _in_workspace(services, ctx, context, paths_with_prefix, prefix)
 
 
 def complete_titles(
     services: Services, ctx: CallContext, prefix: str, context: Mapping[str, str]
 ) -> Completion:
     """Titles of the chosen workspace's live notes starting with `prefix`, ignoring case."""
-    from notes_server.store import lookups
+    from notes_server.store.lookups import titles_with_prefix
 
-    return _in_workspace(
-        services,
-        ctx,
-        context,
-        lambda c, w: lookups.titles_with_prefix(c, w.uri, prefix, MAX_VALUES + 1),
-    )
+    return _in_workspace(services, ctx, context, titles_with_prefix, prefix)
 
 
 def _in_workspace(
     services: Services,
     ctx: CallContext,
     context: Mapping[str, str],
-    lookup: Callable[[Connection, WorkspaceUri], list[str]],
+    lookup: Callable[[Connection, str, str, int], list[str]],
+    prefix: str,
 ) -> Completion:
-    """`lookup` in the workspace named in `context` (or the caller's only usable one), after
-    the tools' own authorization; nothing when there is none or it is not the caller's."""
+    """`lookup(conn, workspace, prefix, limit)` in the workspace named in `context` (or the
+    caller's only usable one), after the tools' own authorization; nothing when there is none
+    or it is not the caller's."""
     from notes_server.store.engine import read_tx
 
     with read_tx(services.engine) as conn:
@@ -114,5 +105,5 @@ def _in_workspace(
             workspace = authorize(conn, ctx, named, write=False)
         except WorkspaceDenied:
             return NOTHING
-        rows = lookup(conn, workspace)
+        rows = lookup(conn, workspace.uri, prefix, MAX_VALUES + 1)
     return bounded(rows[:MAX_VALUES], more=len(rows) > MAX_VALUES)

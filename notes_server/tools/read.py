@@ -83,11 +83,17 @@ class ReadNote(Tool):
     )
     output_schema = READ_OUTPUT
     tool_annotations = tool_hints("Read note", read_only=True, idempotent=True)
+    _on_loop: bool | None = None
 
-    def is_quick(self) -> bool:
-        # One note by primary key in one read transaction; on embedded SQLite (WAL) a reader
-        # never waits for writers. A database server is a network round trip: not quick.
-        return self.services.settings.sqlite_path is not None
+    def runs_on_loop(self) -> bool:
+        # One note by primary key in one read transaction: the store says whether such a read
+        # may run on the loop (never over a network). Its engine is fixed: asked once.
+        on_loop = self._on_loop
+        if on_loop is None:
+            from notes_server.store.engine import runs_on_loop
+
+            on_loop = self._on_loop = runs_on_loop(self.services.engine)
+        return on_loop
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         from notes_server.store.engine import read_tx

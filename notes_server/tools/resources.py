@@ -26,27 +26,16 @@ class NoteResources:
     def list_resources(
         self, ctx: CallContext, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        from sqlalchemy import select
-
         from notes_server.store.engine import read_tx
-        from notes_server.store.models import grants_table, notes_table
+        from notes_server.store.lookups import granted_notes
 
         offset = _offset(cursor)
-        notes, grants = notes_table, grants_table
-        query = (
-            select(notes.c.workspace, notes.c.path, notes.c.title, notes.c.id)
-            .join(grants, grants.c.workspace == notes.c.workspace)
-            .where(grants.c.principal == ctx.principal, notes.c.archived.is_(False))
-            .order_by(notes.c.workspace, notes.c.path)
-            .limit(PAGE + 1)
-            .offset(offset)
-        )
         with read_tx(self.services.engine) as conn:
             # The client's roots, and an OAuth consent, narrow the grants, never widen them.
+            usable: list[str] | None = None
             if ctx.roots is not None or consented_workspaces(ctx.principal) is not None:
                 usable = usable_workspaces(conn, ctx.principal, ctx.roots)
-                query = query.where(notes.c.workspace.in_(usable))
-            rows = conn.execute(query).all()
+            rows = granted_notes(conn, ctx.principal, usable, PAGE + 1, offset)
         resources = [_listing(*row) for row in rows[:PAGE]]
         more = len(rows) > PAGE and offset + PAGE <= MAX_OFFSET
         return resources, str(offset + PAGE) if more else None

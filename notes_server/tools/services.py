@@ -122,7 +122,6 @@ class Services:
 
     def warm_up(self) -> None:
         """Import and connect the heavy parts ahead of the first tool call (background thread)."""
-        from sqlalchemy import text
+        from notes_server.store.engine import connect_once
 
-        with self.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+        connect_once(self.engine)

@@ -135,9 +135,7 @@ def build_authenticator(
     path = settings.sqlite_path
     counter = no_counter if path is None else SqliteChangeCounter(path)
     records = SqlTokenRecords(services.engine)
-    tokens = CachedTokenVerifier(
-        TokenVerifier(records), counter, recheck_here=records.reads_quickly
-    )
+    tokens = CachedTokenVerifier(TokenVerifier(records), counter, recheck_here=records.runs_on_loop)
     return BearerAuthenticator(tokens, verifier, oauth)
 
 

@@ -4,7 +4,7 @@ By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403
 authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
 under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
 pipeline in `http_exchange`: in a worker thread, or on the event loop when the standard headers
-name a request the server marks as quick (`McpServer.runs_quickly`). Modern responses are
+name a request the server marks as quick (`McpServer.runs_on_loop`). Modern responses are
 `application/json`, except that a request whose tool reports progress (it sent
 `_meta.progressToken`) gets `text/event-stream` (`http_progress`); they hold nothing per client,
 and a modern request's `Mcp-Session-Id` is ignored.
@@ -177,13 +177,13 @@ class McpEndpoint:
         return ProgressStream(relay, first, work, functools.partial(_final, body))
 
     def quick(self, headers: dict[str, list[str]]) -> bool:
-        """The standard headers name a request the server marks as quick (`runs_quickly`).
+        """The standard headers name a request the server marks as quick (`runs_on_loop`).
         They are checked against the body before dispatch (-32020), so they cannot smuggle
         other work onto the event loop."""
         methods, names = headers["mcp-method"], headers["mcp-name"]
         if len(methods) != 1 or len(names) > 1:
             return False
-        return self.server.runs_quickly(methods[0], names[0] if names else None)
+        return self.server.runs_on_loop(methods[0], names[0] if names else None)
 
 
 def modern_version(values: list[str]) -> bool:

@@ -15,7 +15,7 @@ from notes_server.legacy import http_stream
 from notes_server.legacy.http_stream import WITHDRAWN, Conversation, Wakeups
 from notes_server.legacy.session import LegacySession
 from notes_server.protocol.envelope import Request
-from notes_server.store.sessions import Answer
+from notes_server.store.sessions import QuestionState
 
 QUESTION = {
     "method": "elicitation/create",
@@ -50,7 +50,7 @@ class Core:
 class Store:
     """Stands in for the question store; `answer` is what every poll sees."""
 
-    answer: Answer | None = field(default_factory=lambda: Answer(None, False))
+    answer: QuestionState | None = field(default_factory=lambda: QuestionState(None, False))
     fail: bool = False
     closed: list[str] = field(default_factory=list)
 
@@ -61,7 +61,7 @@ class Store:
             raise RuntimeError("secret detail /var/lib/notes.db")
         return not self.cancelled_early
 
-    def poll(self, session: str, question: str) -> Answer | None:
+    def poll(self, session: str, question: str) -> QuestionState | None:
         return self.answer
 
     def close(self, session: str, question: str) -> None:
@@ -144,7 +144,7 @@ def test_a_question_nobody_answers_in_time_counts_as_cancel_and_the_result_follo
 
 def test_an_answer_is_passed_to_the_core_as_its_input_response() -> None:
     response = {"jsonrpc": "2.0", "id": "x", "result": {"action": "decline"}}
-    core, store = Core(), Store(Answer(json.dumps(response), False))
+    core, store = Core(), Store(QuestionState(json.dumps(response), False))
 
     sent = converse(core, store)
 
@@ -189,7 +189,7 @@ def test_an_answered_question_is_forgotten_in_the_same_thread_call_as_the_retry(
     """With quick polls (embedded SQLite) a round takes two worker-thread calls: record the
     question; then forget it and retry the call with the answer."""
     response = {"jsonrpc": "2.0", "id": "x", "result": {"action": "decline"}}
-    store = Store(Answer(json.dumps(response), False))
+    store = Store(QuestionState(json.dumps(response), False))
     closed_at_retry: list[list[str]] = []
 
     class Watching(Core):
@@ -220,7 +220,7 @@ def test_an_answer_landing_in_this_process_wakes_the_waiting_stream_at_once(
         asked = events([message])
         if asked and asked[0].get("method") == "elicitation/create":
             response = {"jsonrpc": "2.0", "id": asked[0]["id"], "result": {"action": "decline"}}
-            store.answer = Answer(json.dumps(response), False)
+            store.answer = QuestionState(json.dumps(response), False)
             wakeups.wake("h", asked[0]["id"])
 
     sent = converse(core, store, 7200.0, quick_polls=True, wakeups=wakeups, on_send=answer_at_once)

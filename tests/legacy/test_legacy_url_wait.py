@@ -15,7 +15,7 @@ from notes_server.legacy.http_stream import Conversation, Wakeups
 from notes_server.legacy.rounds import PAGE_NOT_COMPLETED
 from notes_server.legacy.session import LegacySession
 from notes_server.protocol.envelope import Request
-from notes_server.store.sessions import Answer
+from notes_server.store.sessions import QuestionState
 
 PAGE = "https://notes.example/approval?a=pa-1&k=secret"
 
@@ -63,9 +63,9 @@ class Store:
         self.asked.append(question)
         return True
 
-    def poll(self, session: str, question: str) -> Answer | None:
+    def poll(self, session: str, question: str) -> QuestionState | None:
         response = {"jsonrpc": "2.0", "id": question, "result": {"action": "accept"}}
-        return Answer(json.dumps(response), False)
+        return QuestionState(json.dumps(response), False)
 
     def close(self, session: str, question: str) -> None:
         return None

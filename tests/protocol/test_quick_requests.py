@@ -1,4 +1,4 @@
-"""Which requests a transport may answer without a worker thread (`McpServer.runs_quickly`):
+"""Which requests a transport may answer without a worker thread (`McpServer.runs_on_loop`):
 static results and a note read by id on embedded SQLite; nothing that scans, writes, or waits
 on a database server."""
 
@@ -29,7 +29,7 @@ from notes_server.tools.services import Services
 def test_static_results_and_a_note_read_are_quick(
     server: McpServer, method: str, name: str | None
 ) -> None:
-    assert server.runs_quickly(method, name)
+    assert server.runs_on_loop(method, name)
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_static_results_and_a_note_read_are_quick(
 def test_scans_writes_and_unknown_requests_are_not_quick(
     server: McpServer, method: str, name: str | None
 ) -> None:
-    assert not server.runs_quickly(method, name)
+    assert not server.runs_on_loop(method, name)
 
 
 def test_a_note_read_on_a_database_server_is_not_quick(settings: Settings) -> None:
@@ -54,4 +54,4 @@ def test_a_note_read_on_a_database_server_is_not_quick(settings: Settings) -> No
 
     server = create_server(remote, Services(remote))
 
-    assert not server.runs_quickly("tools/call", "notes_read")
+    assert not server.runs_on_loop("tools/call", "notes_read")

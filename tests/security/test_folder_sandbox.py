@@ -24,9 +24,10 @@ PROBE = """
 import json, os, sqlite3, sys
 from pathlib import Path
 from notes_server.security.sandbox import confine, policy_for_folder
+from notes_server.store.sqlite_file import hold_open_in_wal
 
 db, folder, outside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-confine("require", policy_for_folder(db, (folder,)))
+confine("require", policy_for_folder(db, (folder,)), hold_database=hold_open_in_wal)
 
 def attempt(action):
     try:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from notes_server.store.sessions import Answer, SessionRecord, SqlLegacySessions
+from notes_server.store.sessions import QuestionState, SessionRecord, SqlLegacySessions
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 TTL = timedelta(hours=24)
@@ -126,7 +126,7 @@ def test_a_question_recorded_beside_a_concurrent_cancel_still_polls_as_cancelled
 
     assert answer is not None and answer.cancelled
     other = repo.ask("h", "s-9", "other", NOW + timedelta(minutes=5))
-    assert other and repo.poll("h", "s-9") == Answer(None, False)
+    assert other and repo.poll("h", "s-9") == QuestionState(None, False)
 
 
 def test_finding_a_session_moves_its_expiry_forward_only_when_due(
@@ -159,7 +159,7 @@ def test_a_session_read_is_quick_only_on_embedded_sqlite_through_the_driver(
     repo = SqlLegacySessions(migrated_engine, TTL)
     embedded = migrated_engine.dialect.name == "sqlite" and store_impl == "auto"
 
-    assert repo.reads_quickly is embedded
+    assert repo.runs_on_loop is embedded
 
 
 def test_past_the_cap_a_new_session_ends_the_principals_least_recently_used(

@@ -8,7 +8,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
 from notes_server.store import engine as store_engine
-from notes_server.store.engine import is_transient, read_tx, retrying
+from notes_server.store.engine import read_tx, retrying
+from notes_server.store.faults import is_transient
 from notes_server.transports.http_threads import WORKER_THREADS
 
 

@@ -63,6 +63,17 @@ def test_head_names_the_newest_migration(migrated_engine: Engine) -> None:
     assert migrate.current_revision(migrated_engine) == migrate.HEAD
 
 
+def test_a_principals_sessions_are_indexed_by_expiry(migrated_engine: Engine) -> None:
+    """Opening a session past the cap looks up the principal's sessions by expiry (0015)."""
+    with migrated_engine.connect() as conn:
+        indexes = {
+            index["name"]: index["column_names"]
+            for index in inspect(conn).get_indexes("legacy_sessions")
+        }
+
+    assert indexes["ix_legacy_sessions_principal_expires"] == ["principal", "expires_at"]
+
+
 def test_downgrade_to_base_and_upgrade_again(empty_engine: Engine) -> None:
     migrate.upgrade(empty_engine)
 

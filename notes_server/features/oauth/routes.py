@@ -44,7 +44,7 @@ from notes_server.features.oauth.server import (
     REGISTER_PATH,
     REVOKE_PATH,
     TOKEN_PATH,
-    Answer,
+    AuthlibResponse,
     Incoming,
     NotesAuthorizationServer,
     OAuthConfig,
@@ -98,7 +98,7 @@ def page(status: int, body: str, *form_targets: str) -> Response:
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
-def _json(answer: Answer) -> Response:
+def _json(answer: AuthlibResponse) -> Response:
     headers = {name: value for name, value in answer.headers if name.lower() != "content-type"}
     body = answer.body if isinstance(answer.body, dict | list) else {}
     return Response(
@@ -109,7 +109,7 @@ def _json(answer: Answer) -> Response:
     )
 
 
-def _redirect(answer: Answer) -> Response:
+def _redirect(answer: AuthlibResponse) -> Response:
     location = answer.location
     if answer.status not in (302, 303) or not location:
         return _json(answer)

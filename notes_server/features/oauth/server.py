@@ -169,7 +169,7 @@ def form_pairs(body: bytes) -> list[tuple[str, str]] | None:
         return None
 
 
-class Answer:
+class AuthlibResponse:
     """An HTTP answer from Authlib; `location` is what its RFC 9207 hook rewrites."""
 
     def __init__(self, status: int, body: Any, headers: list[tuple[str, str]]) -> None:
@@ -296,10 +296,10 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         assert isinstance(request, Incoming)
         return JsonBodyRequest(request.uri, request.headers, request.json or {})
 
-    def handle_response(self, status: int, body: Any, headers: Any) -> Answer:
+    def handle_response(self, status: int, body: Any, headers: Any) -> AuthlibResponse:
         if isinstance(body, dict):
             body = {key: value for key, value in body.items() if value is not None}
-        return Answer(status, body, list(headers))
+        return AuthlibResponse(status, body, list(headers))
 
     def send_signal(self, name: str, *args: Any, **kwargs: Any) -> None:
         return None
@@ -390,11 +390,11 @@ class NotesAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
 
     def issue_code(
         self, grant: Any, principal: str, workspaces: Sequence[str], resource: str
-    ) -> Answer:
+    ) -> AuthlibResponse:
         """Record the consent and answer the redirect with a code (Authlib adds state, iss)."""
         grant.consent = (principal, tuple(workspaces), resource)
         answer = self.create_authorization_response(grant.request, principal, grant)
-        assert isinstance(answer, Answer)
+        assert isinstance(answer, AuthlibResponse)
         return answer
 
 

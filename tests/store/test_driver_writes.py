@@ -1,4 +1,4 @@
-"""FastWrite sends the driver exactly what a Core execution would, inside the same transaction."""
+"""DriverWrite sends the driver exactly what a Core execution would, inside the same transaction."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from notes_server.store import audit, migrate, nonces, notes
-from notes_server.store.engine import FastWrite, make_engine, read_tx, write_tx
+from notes_server.store.engine import DriverWrite, make_engine, read_tx, write_tx
 
 WS = "file:///home/alice/notes"
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
@@ -162,12 +162,12 @@ def _fields(note: notes.NoteRecord) -> dict[str, Any]:
     return {name: getattr(note, name) for name in note.__slots__}
 
 
-@pytest.mark.sqlite_only("FastWrite runs on the pysqlite driver")
+@pytest.mark.sqlite_only("DriverWrite runs on the pysqlite driver")
 def test_fast_write_refuses_a_statement_that_needs_python_side_defaults(
     migrated_engine: Engine,
 ) -> None:
     # notes.body and notes.version have Python-side defaults that only Core computes.
-    fast = FastWrite(insert(notes.notes))
+    fast = DriverWrite(insert(notes.notes))
     with write_tx(migrated_engine) as conn, pytest.raises(TypeError, match="column defaults"):
         fast.rowcount(
             conn,
