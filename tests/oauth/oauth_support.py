@@ -1,4 +1,5 @@
-"""Driving the authorization server like a client and a browser would, over a TestClient."""
+"""Driving the authorization server like a client and a browser would, over a TestClient or
+over real HTTP (any httpx client with its own cookie jar)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from sqlalchemy import Engine
-from starlette.testclient import TestClient
 
 from notes_server.config import HttpSettings
 from notes_server.security.passwords import hash_password
@@ -51,11 +51,15 @@ def query_of(location: str) -> dict[str, str]:
 
 
 class Flow:
-    """One client (registered dynamically) and one person's browser (the TestClient's jar)."""
+    """One client (registered dynamically) and one person's browser (the HTTP client's jar)."""
 
-    def __init__(self, client: TestClient, redirect_uri: str = REDIRECT) -> None:
+    def __init__(
+        self, client: httpx.Client, redirect_uri: str = REDIRECT, issuer: str = ISSUER
+    ) -> None:
         self.client = client
         self.redirect_uri = redirect_uri
+        self.issuer = issuer
+        self.resource = issuer + "/mcp"
         registered = client.post(
             "/oauth/register",
             json={
@@ -76,7 +80,7 @@ class Flow:
             "code_challenge": self.challenge,
             "code_challenge_method": "S256",
             "state": "state-123",
-            "resource": RESOURCE,
+            "resource": self.resource,
         }
         params.update(overrides)
         return {k: v for k, v in params.items() if v is not None}
@@ -117,7 +121,7 @@ class Flow:
         assert answer.status_code == 302, answer.text
         params = query_of(answer.headers["location"])
         assert params["state"] == "state-123"
-        assert params["iss"] == ISSUER
+        assert params["iss"] == self.issuer
         return params["code"]
 
     def exchange(self, code: str, **overrides: Any) -> httpx.Response:
@@ -127,7 +131,7 @@ class Flow:
             "redirect_uri": self.redirect_uri,
             "client_id": self.client_id,
             "code_verifier": self.verifier,
-            "resource": RESOURCE,
+            "resource": self.resource,
         }
         data.update(overrides)
         return self.client.post("/oauth/token", data={k: v for k, v in data.items() if v})
