@@ -53,6 +53,9 @@ def query_of(location: str) -> dict[str, str]:
 class Flow:
     """One client (registered dynamically) and one person's browser (the HTTP client's jar)."""
 
+    issuer = ISSUER
+    resource = RESOURCE
+
     def __init__(
         self, client: httpx.Client, redirect_uri: str = REDIRECT, issuer: str = ISSUER
     ) -> None:
