@@ -382,3 +382,15 @@ def test_behind_an_https_public_url_the_flow_cookie_is_secure(
     assert started.status_code == 303, started.text
     cookie = started.headers["set-cookie"].lower()
     assert "secure" in cookie and "httponly" in cookie and "samesite=lax" in cookie
+
+
+def test_a_stored_api_token_still_calls_mcp_beside_oauth(
+    app_client: TestClient, accounts: dict[str, str], migrated_engine: Any
+) -> None:
+    from notes_server.security.tokens import create_token
+    from notes_server.store.tokens import SqlTokenRecords
+
+    _, secret = create_token(SqlTokenRecords(migrated_engine), "alice")
+    answer = call(app_client, secret, WS_A)
+    assert answer.status_code == 200
+    assert "error" not in answer.json(), answer.json()
