@@ -16,8 +16,10 @@ page's SameSite=Strict session cookie from it.
 
 An open path (`http_cors`: the OAuth metadata, token, revocation and registration endpoints)
 takes any `Origin`: it is public, uses no cookie, and answers only to what the request carries
-(a code with its PKCE verifier, a refresh token, client metadata), so a page elsewhere gains
-nothing a script outside a browser could not do. The `Host` check stays.
+(a code with its PKCE verifier, a refresh token, client metadata). A page elsewhere can do
+there what any OAuth client can (on a loopback bind this lets pages in the person's browser
+reach them): read the metadata, register (rate-limited), and exchange or revoke only what a
+consent gave it. Nothing signs a person in there. The `Host` check stays.
 """
 
 from __future__ import annotations
