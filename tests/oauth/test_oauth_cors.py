@@ -17,10 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings, Settings
+from notes_server.tools.services import Services
 from tests.approval.test_purge_browser import CHROMIUM, DRIVER, NODE, browser_or_skip
 from tests.helpers import free_port
-from tests.oauth.oauth_support import WS_A, Flow, pkce, set_password
+from tests.oauth.oauth_support import ISSUER, OAUTH, WS_A, Flow, pkce, set_password
 from tests.transports.http_support import rpc, start_http_server
 
 FOREIGN = "https://web-host.example"
@@ -330,3 +334,21 @@ def test_a_page_on_a_foreign_origin_runs_the_client_endpoints_with_fetch_in_chro
     for request, headers in answers.items():
         assert headers.get("access-control-allow-origin") == "*", request
         assert "access-control-allow-credentials" not in headers, request
+
+
+def test_with_registration_off_the_registration_path_is_not_opened(
+    settings: Settings, services: Services
+) -> None:
+    http = HttpSettings(**{**OAUTH.__dict__, "registration": "off"})
+    app = create_http_app(settings, http, services)
+    with TestClient(app, base_url=ISSUER) as client:
+        answer = client.options(
+            "/oauth/register",
+            headers={"Origin": FOREIGN, "Access-Control-Request-Method": "POST"},
+        )
+        token = client.options(
+            "/oauth/token", headers={"Origin": FOREIGN, "Access-Control-Request-Method": "POST"}
+        )
+    assert answer.status_code == 403
+    assert_no_cors(answer)
+    assert token.status_code == 204  # the rest stays open
