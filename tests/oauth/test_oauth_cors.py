@@ -277,6 +277,7 @@ def host_page() -> Iterator[int]:
         listener.server_close()
 
 
+@pytest.mark.slow  # a real browser (scripts/apps-browser)
 def test_a_page_on_a_foreign_origin_runs_the_client_endpoints_with_fetch_in_chromium(
     tmp_path: Path, base: str, host_page: int
 ) -> None:
