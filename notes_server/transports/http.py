@@ -4,7 +4,8 @@ Middleware, outermost first, in the order the checks must happen:
 
 1. `ErrorMiddleware` (`http_errors`): any failure becomes a JSON-RPC -32603 (500; 503 on timeout).
 2. `OriginHostGuard` (`http_guard`): Origin and Host (403, DNS rebinding).
-3. `CorsMiddleware` (`http_cors`): preflight for allowed origins (204), CORS response headers.
+3. `CorsMiddleware` (`http_cors`): preflight for allowed origins (204), CORS response headers;
+   open paths (`any_origin` routes: the OAuth endpoints a client's script calls) for any origin.
 4. `AuthMiddleware` (`http_auth`): the principal into the scope, or 401 with an RFC 9728 challenge.
 5. `BodyLimitMiddleware` (`http_limits`): 413 / 408 while a route reads its body.
 
@@ -35,7 +36,7 @@ from notes_server.config import HttpSettings
 from notes_server.protocol.server import McpServer
 from notes_server.security.principals import consented_workspaces
 from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
-from notes_server.transports.http_cors import CorsMiddleware
+from notes_server.transports.http_cors import CorsMiddleware, any_origin
 from notes_server.transports.http_endpoint import (
     MCP_PATH,
     LegacyFactory,
@@ -126,11 +127,14 @@ def build_http_app(
         getattr(route, "path", "") for route in routes if serves_without_credential(route)
     )
     forms = frozenset(getattr(route, "path", "") for route in routes if same_origin_forms(route))
+    opened = frozenset(getattr(route, "path", "") for route in routes if any_origin(route)) - forms
     lend_authenticator(routes, auth)
     middleware = [
         Middleware(ErrorMiddleware),
-        Middleware(OriginHostGuard, http=http, same_origin_paths=forms),
-        Middleware(CorsMiddleware, origin_allowed=OriginPolicy(http), routes=routes),
+        Middleware(OriginHostGuard, http=http, same_origin_paths=forms, open_paths=opened),
+        Middleware(
+            CorsMiddleware, origin_allowed=OriginPolicy(http), routes=routes, open_paths=opened
+        ),
         Middleware(AuthMiddleware, auth=auth, http=http, threads=pool, public_paths=public),
         Middleware(BodyLimitMiddleware, limit=http.max_body_bytes),
     ]
@@ -153,6 +157,6 @@ def build_http_app(
         exception_handlers={HTTPException: http_exception},
         lifespan=lifespan,
     )
-    if MCP_PATH in public or MCP_PATH in forms:  # an extension's own rules for `/mcp`
+    if MCP_PATH in public or MCP_PATH in forms or MCP_PATH in opened:  # an extension's rules
         return app
     return McpPostFastPath(app, endpoint, PrincipalLookup(auth, http, pool), http)

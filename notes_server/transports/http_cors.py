@@ -1,12 +1,25 @@
-"""CORS for the origins the guard lets through, so a browser-based MCP client can call `/mcp`.
+"""CORS, so a browser-based MCP client can call `/mcp` and run the OAuth flow from script.
 
 It runs after `OriginHostGuard`: a request that reaches it carries no Origin (not a browser, or
-same-origin) or an allowed one (`--allow-origin`, or a loopback origin on a loopback bind); a
-disallowed origin, preflight included, was already refused with 403. A preflight (`OPTIONS`
-with `Access-Control-Request-Method`) is answered here with 204, before authentication, since
-browsers send no credentials on it; it lists only the methods that have routes on that path.
-An actual request from an allowed origin gets `Access-Control-Allow-Origin` and may read the
-headers a client needs (`Mcp-Session-Id`, `WWW-Authenticate`).
+same-origin) or one the guard let through. There are two kinds of path:
+
+- `/mcp` and the rest: only allowed origins (`--allow-origin`, or a loopback origin on a
+  loopback bind) get here with an Origin; a disallowed one, preflight included, was already
+  refused with 403. Their answers echo the Origin (`Vary: Origin`).
+- Open paths (a route with `any_origin = True`: the OAuth and resource metadata documents and
+  the token, revocation and registration endpoints): public, no cookie or other ambient
+  credential, authenticated only by what the request itself carries. Any origin may call them,
+  and every answer, errors included and with or without an Origin, says
+  `Access-Control-Allow-Origin: *`: the same bytes for everyone, so a shared cache cannot hand
+  a browser a copy without it. `*` rather than an echo because nothing is credentialed there:
+  browsers refuse `*` to a request sent with cookies, which is the point, and no
+  `Access-Control-Allow-Credentials` is ever sent. The sign-in and consent pages are not open:
+  a browser reaches them by navigation, not by script.
+
+A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here with 204, before
+authentication, since browsers send no credentials on it; it lists only the methods that have
+routes on that path. Answers expose the headers a client needs (`WWW-Authenticate`, and on
+`/mcp` `Mcp-Session-Id`).
 """
 
 from __future__ import annotations
@@ -26,21 +39,36 @@ ALLOW_HEADERS = (
     "mcp-session-id, last-event-id"
 )
 EXPOSE_HEADERS = "mcp-session-id, www-authenticate"
+OPEN_EXPOSE_HEADERS = "www-authenticate"  # a 401 invalid_client says how to authenticate
 MAX_AGE_S = 600
 _IMPLICIT = frozenset({"HEAD", "OPTIONS"})
 
 
+def any_origin(route: BaseRoute) -> bool:
+    """A route any site's script may call (`any_origin = True`; extensions say so with the
+    attribute, as they cannot import this layer)."""
+    return getattr(route, "any_origin", False) is True
+
+
 class CorsMiddleware:
     def __init__(
-        self, app: ASGIApp, origin_allowed: Callable[[str], bool], routes: Sequence[BaseRoute]
+        self,
+        app: ASGIApp,
+        origin_allowed: Callable[[str], bool],
+        routes: Sequence[BaseRoute],
+        open_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.origin_allowed = origin_allowed
         self.routes = routes
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["path"] in self.open_paths:
+            await self.open(scope, receive, send)
             return
         headers = Headers(scope=scope)
         origin = headers.get("origin")
@@ -50,7 +78,7 @@ class CorsMiddleware:
         if not self.origin_allowed(origin):  # the guard refused it already: fail closed anyway
             await error_response(403, "Forbidden: Origin not allowed")(scope, receive, send)
             return
-        if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
+        if is_preflight(scope, headers):
             methods = self.methods_at(scope)
             if methods:
                 await self.preflight(origin, methods)(scope, receive, send)
@@ -66,6 +94,23 @@ class CorsMiddleware:
 
         await self.app(scope, receive, send_with_cors)
 
+    async def open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An open path: `*` on every answer; a preflight from anywhere gets 204."""
+        if is_preflight(scope, Headers(scope=scope)):
+            methods = self.methods_at(scope)
+            if methods:
+                await self.preflight("*", methods, vary=False)(scope, receive, send)
+                return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                response_headers = MutableHeaders(scope=message)
+                response_headers["Access-Control-Allow-Origin"] = "*"
+                response_headers["Access-Control-Expose-Headers"] = OPEN_EXPOSE_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
     def methods_at(self, scope: Scope) -> list[str]:
         """The methods routed at this request's path (none: not a path of ours, so 404)."""
         methods: set[str] = set()
@@ -77,14 +122,17 @@ class CorsMiddleware:
         return sorted(methods - _IMPLICIT)
 
     @staticmethod
-    def preflight(origin: str, methods: list[str]) -> Response:
-        return Response(
-            status_code=204,
-            headers={
-                "Access-Control-Allow-Origin": origin,
-                "Access-Control-Allow-Methods": ", ".join(methods),
-                "Access-Control-Allow-Headers": ALLOW_HEADERS,
-                "Access-Control-Max-Age": str(MAX_AGE_S),
-                "Vary": "Origin",
-            },
-        )
+    def preflight(origin: str, methods: list[str], vary: bool = True) -> Response:
+        headers = {
+            "Access-Control-Allow-Origin": origin,
+            "Access-Control-Allow-Methods": ", ".join(methods),
+            "Access-Control-Allow-Headers": ALLOW_HEADERS,
+            "Access-Control-Max-Age": str(MAX_AGE_S),
+        }
+        if vary:
+            headers["Vary"] = "Origin"
+        return Response(status_code=204, headers=headers)
+
+
+def is_preflight(scope: Scope, headers: Headers) -> bool:
+    return scope["method"] == "OPTIONS" and "access-control-request-method" in headers

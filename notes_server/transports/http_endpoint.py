@@ -54,6 +54,13 @@ class PublicRoute(Route):
     """A route served without a credential (a discovery document); every other needs one."""
 
 
+class DiscoveryRoute(PublicRoute):
+    """A public document any site's script may read (`http_cors`: an open path), as a client
+    running in a browser discovers the authorization server through it."""
+
+    any_origin = True
+
+
 def _media_types(header: str) -> set[str]:
     return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
 
@@ -245,4 +252,4 @@ def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:
         return json_response(200, resource_metadata(url, http))
 
     paths = (METADATA_PATH, METADATA_PATH + MCP_PATH)
-    return [PublicRoute(path, metadata, methods=["GET"]) for path in paths]
+    return [DiscoveryRoute(path, metadata, methods=["GET"]) for path in paths]

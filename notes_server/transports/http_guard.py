@@ -13,6 +13,13 @@ origin: there an `Origin` whose host[:port] is exactly the request's `Host` pass
 refused, other loopback origins and `--allow-origin` ones included (those may call `/mcp`, not
 sign a person in). A rebound name would be a different site to the browser, which keeps the
 page's SameSite=Strict session cookie from it.
+
+An open path (`http_cors`: the OAuth metadata, token, revocation and registration endpoints)
+takes any `Origin`: it is public, uses no cookie, and answers only to what the request carries
+(a code with its PKCE verifier, a refresh token, client metadata). A page elsewhere can do
+there what any OAuth client can (on a loopback bind this lets pages in the person's browser
+reach them): read the metadata, register (rate-limited), and exchange or revoke only what a
+consent gave it. Nothing signs a person in there. The `Host` check stays.
 """
 
 from __future__ import annotations
@@ -109,14 +116,18 @@ class HostOriginCheck:
         self.public_host = public.lower() if public else None
 
     def problem(
-        self, hosts: Sequence[str], origins: Sequence[str], own_forms: bool = False
+        self,
+        hosts: Sequence[str],
+        origins: Sequence[str],
+        own_forms: bool = False,
+        any_origin: bool = False,
     ) -> str | None:
         """Why the request is refused (403), or None; `own_forms`: the path serves its own
         HTML forms, so an Origin must name exactly this request's Host, and nothing else
-        passes there."""
+        passes there; `any_origin`: an open path, where no Origin is refused."""
         if self.loopback and not self.host_allowed(hosts):
             return "Forbidden: Host not allowed"
-        if not origins:
+        if not origins or any_origin:
             return None
         if own_forms:
             if len(origins) == 1 and same_origin(origins[0], hosts):
@@ -137,17 +148,27 @@ class HostOriginCheck:
 
 class OriginHostGuard:
     def __init__(
-        self, app: ASGIApp, http: HttpSettings, same_origin_paths: frozenset[str] = frozenset()
+        self,
+        app: ASGIApp,
+        http: HttpSettings,
+        same_origin_paths: frozenset[str] = frozenset(),
+        open_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.same_origin_paths = same_origin_paths
+        self.open_paths = open_paths - same_origin_paths  # a form path never opens up
         self.check = HostOriginCheck(http)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = Headers(scope=scope)
             own_forms = scope["path"] in self.same_origin_paths
-            problem = self.problem(headers, own_forms)
+            problem = self.check.problem(
+                headers.getlist("host"),
+                headers.getlist("origin"),
+                own_forms,
+                any_origin=scope["path"] in self.open_paths,
+            )
             if problem is not None:
                 await error_response(403, problem)(scope, receive, send)
                 return

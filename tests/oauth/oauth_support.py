@@ -1,17 +1,25 @@
-"""Driving the authorization server like a client and a browser would, over a TestClient."""
+"""Driving the authorization server like a client and a browser would, over a TestClient or
+over real HTTP (any httpx client with its own cookie jar)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
+import json
 import re
 import secrets
+import ssl
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from sqlalchemy import Engine
-from starlette.testclient import TestClient
 
 from notes_server.config import HttpSettings
 from notes_server.security.passwords import hash_password
@@ -51,11 +59,18 @@ def query_of(location: str) -> dict[str, str]:
 
 
 class Flow:
-    """One client (registered dynamically) and one person's browser (the TestClient's jar)."""
+    """One client (registered dynamically) and one person's browser (the HTTP client's jar)."""
 
-    def __init__(self, client: TestClient, redirect_uri: str = REDIRECT) -> None:
+    issuer = ISSUER
+    resource = RESOURCE
+
+    def __init__(
+        self, client: httpx.Client, redirect_uri: str = REDIRECT, issuer: str = ISSUER
+    ) -> None:
         self.client = client
         self.redirect_uri = redirect_uri
+        self.issuer = issuer
+        self.resource = issuer + "/mcp"
         registered = client.post(
             "/oauth/register",
             json={
@@ -76,7 +91,7 @@ class Flow:
             "code_challenge": self.challenge,
             "code_challenge_method": "S256",
             "state": "state-123",
-            "resource": RESOURCE,
+            "resource": self.resource,
         }
         params.update(overrides)
         return {k: v for k, v in params.items() if v is not None}
@@ -117,7 +132,7 @@ class Flow:
         assert answer.status_code == 302, answer.text
         params = query_of(answer.headers["location"])
         assert params["state"] == "state-123"
-        assert params["iss"] == ISSUER
+        assert params["iss"] == self.issuer
         return params["code"]
 
     def exchange(self, code: str, **overrides: Any) -> httpx.Response:
@@ -127,7 +142,7 @@ class Flow:
             "redirect_uri": self.redirect_uri,
             "client_id": self.client_id,
             "code_verifier": self.verifier,
-            "resource": RESOURCE,
+            "resource": self.resource,
         }
         data.update(overrides)
         return self.client.post("/oauth/token", data={k: v for k, v in data.items() if v})
@@ -146,3 +161,78 @@ class Flow:
                 "client_id": self.client_id,
             },
         )
+
+
+class MetadataDocumentHost:
+    """A client's metadata document over https on loopback (RFC 8252 hosts serve theirs on the
+    web; a test has only loopback, so the server needs `--oauth-dev-addresses`). The
+    certificate is self-signed for 127.0.0.1; the server trusts it through `SSL_CERT_FILE`
+    (`ssl.create_default_context` reads it). Counts how often the document was fetched."""
+
+    def __init__(self, directory: Path, document: Callable[[str], dict[str, Any]]) -> None:
+        self.cert_file = directory / "metadata-host.pem"
+        key_file = directory / "metadata-host.key"
+        write_self_signed(self.cert_file, key_file)
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path != "/client.json":
+                    self.send_error(404)
+                    return
+                host.hits += 1
+                body = json.dumps(document(host.url)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.hits = 0
+        self.listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert_file, key_file)
+        self.listener.socket = context.wrap_socket(self.listener.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.listener.server_address[1]}/client.json"
+        threading.Thread(target=self.listener.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.shutdown()
+        self.listener.server_close()
+
+
+def write_self_signed(cert_file: Path, key_file: Path) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )

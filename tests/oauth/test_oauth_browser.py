@@ -150,6 +150,19 @@ def test_sign_in_and_consent_in_headless_chromium_without_javascript(
         assert seen["boxes"] == [WS_A, WS_B] and seen["labelled"] is True
         assert query_of(seen["landedOn"])["state"] == state
         assert query_of(seen["landedOn"])["iss"] == base
+        # Tab walks the fields in reading order, each with the visible focus ring.
+        assert [f["name"] for f in seen["signInFocus"]] == [
+            "principal",
+            "password",
+            "button:Sign in",
+        ]
+        assert [f["name"] for f in seen["consentFocus"]] == [
+            "ws0",
+            "ws1",
+            "button:allow",
+            "button:deny",
+        ]
+        assert all(f["ring"] for f in seen["signInFocus"] + seen["consentFocus"])
     assert report["narrow"]["scrollWidth"] <= 320
     assert report["narrow"]["consentScrollWidth"] <= 320
     assert tokens.status_code == 200, tokens.text

@@ -3,12 +3,16 @@ the token endpoint, and what `/mcp` then allows."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from starlette.testclient import TestClient
 
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings
 from tests.oauth.oauth_support import ISSUER, RESOURCE, WS_A, WS_B, WS_C, Flow, csrf_of, query_of
 from tests.transports.http_support import rpc
 
@@ -350,3 +354,43 @@ def test_the_purge_approval_page_takes_the_principals_account_password(
     assert login.principal_for(approval, "alice-password-1") == "alice"
     assert login.principal_for(approval, "bob-password-12") is None  # bob's, not alice's
     assert login.principal_for(approval, "wrong-password-1") is None
+
+
+def test_codes_and_tokens_are_stored_only_as_their_sha256(flow: Flow) -> None:
+    code = flow.code()
+    tokens = flow.exchange(code).json()
+    secrets = {"code": code, "access": tokens["access_token"], "refresh": tokens["refresh_token"]}
+    with flow.services.engine.connect() as conn:  # type: ignore[attr-defined]
+        stored_codes = [tuple(row) for row in conn.execute(text("SELECT * FROM oauth_codes"))]
+        stored = [tuple(row) for row in conn.execute(text("SELECT * FROM oauth_tokens"))]
+    dumped = repr(stored_codes + stored)
+    for secret in secrets.values():
+        assert secret not in dumped
+    digest = {name: hashlib.sha256(value.encode()).hexdigest() for name, value in secrets.items()}
+    assert digest["code"] in {row[0] for row in stored_codes}
+    assert {row[0] for row in stored} >= {digest["access"], digest["refresh"]}
+
+
+def test_behind_an_https_public_url_the_flow_cookie_is_secure(
+    settings: Any, services: Any, accounts: dict[str, str]
+) -> None:
+    public = "https://notes.example"
+    http = HttpSettings(auth="oauth", public_url=public)
+    app = create_http_app(settings, http, services)
+    with TestClient(app, base_url=public, follow_redirects=False) as client:
+        started = Flow(client, issuer=public).start()
+    assert started.status_code == 303, started.text
+    cookie = started.headers["set-cookie"].lower()
+    assert "secure" in cookie and "httponly" in cookie and "samesite=lax" in cookie
+
+
+def test_a_stored_api_token_still_calls_mcp_beside_oauth(
+    app_client: TestClient, accounts: dict[str, str], migrated_engine: Any
+) -> None:
+    from notes_server.security.tokens import create_token
+    from notes_server.store.tokens import SqlTokenRecords
+
+    _, secret = create_token(SqlTokenRecords(migrated_engine), "alice")
+    answer = call(app_client, secret, WS_A)
+    assert answer.status_code == 200
+    assert "error" not in answer.json(), answer.json()

@@ -17,8 +17,15 @@ import pytest
 
 from notes_server.security.keyring import KeyRing
 from tests.helpers import free_port
-from tests.oauth.oauth_support import WS_A, WS_B, csrf_of, query_of, set_password
-from tests.transports.http_support import start_http_server
+from tests.oauth.oauth_support import (
+    WS_A,
+    WS_B,
+    MetadataDocumentHost,
+    csrf_of,
+    query_of,
+    set_password,
+)
+from tests.transports.http_support import HttpServer, start_http_server
 
 mcp_client = pytest.importorskip("mcp.client.client")
 mcp_http = pytest.importorskip("mcp.client.streamable_http")
@@ -100,7 +107,9 @@ async def elicit(context: Any, params: Any) -> Any:
     return mcp_types.ElicitResult(action="accept", content=content)
 
 
-async def session(base: str, storage: Storage, person: Person, mode: str) -> dict[str, Any]:
+async def session(
+    base: str, storage: Storage, person: Person, mode: str, metadata_url: str | None = None
+) -> dict[str, Any]:
     metadata = mcp_shared_auth.OAuthClientMetadata(
         client_name="SDK test host",
         redirect_uris=[REDIRECT],
@@ -114,6 +123,7 @@ async def session(base: str, storage: Storage, person: Person, mode: str) -> dic
         storage=storage,
         redirect_handler=person.open,
         callback_handler=person.callback,
+        client_metadata_url=metadata_url,
     )
     outcome: dict[str, Any] = {}
     http = mcp_httpx.create_mcp_http_client(auth=provider)
@@ -145,18 +155,46 @@ async def session(base: str, storage: Storage, person: Person, mode: str) -> dic
     return outcome
 
 
+def start_oauth_server(
+    tmp_path: Path, engine: Any, *extra: str, env: dict[str, str] | None = None
+) -> tuple[str, HttpServer]:
+    """`serve --auth oauth` with two worker processes, alice owning workspaces A and B."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec(), **(env or {})}
+    args = ("--auth", "oauth", "--port", str(port), "--public-url", base, *extra)
+    return base, start_http_server(tmp_path, str(engine.url), *args, env=env, workers=2)
+
+
 @pytest.fixture
-def live(tmp_path: Path, migrated_engine: Any, grant: Any) -> Any:
+def alice(migrated_engine: Any, grant: Any) -> Any:
     grant("alice", WS_A)
     grant("alice", WS_B)
     set_password(migrated_engine, "alice", "alice-password-1")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
-    args = ("--auth", "oauth", "--port", str(port), "--public-url", base)
-    server = start_http_server(tmp_path, str(migrated_engine.url), *args, env=env, workers=2)
+    return migrated_engine
+
+
+@pytest.fixture
+def live(tmp_path: Path, alice: Any) -> Any:
+    base, server = start_oauth_server(tmp_path, alice)
     yield base
     server.stop()
+
+
+def revoke_and_call(base: str, tokens: Any, client_id: str) -> httpx.Response:
+    """Revoke both tokens, then call `/mcp` with the access token."""
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for token in (tokens.refresh_token, tokens.access_token):
+            revoked = http.post("/oauth/revoke", data={"token": token, "client_id": client_id})
+            assert revoked.status_code == 200
+        return http.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
+            headers={
+                "Authorization": f"Bearer {tokens.access_token}",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25-session"])
@@ -175,23 +213,47 @@ def test_the_sdk_oauth_client_signs_in_consents_calls_refreshes_and_is_revoked(
     assert len(storage.history) == 2 and storage.history[0] != storage.history[1]
     assert "SDK test host" in person.pages[0] and WS_B in person.pages[1]
 
-    current = storage.tokens
-    with httpx.Client(base_url=live, timeout=30) as http:
-        for token in (current.refresh_token, current.access_token):
-            revoked = http.post(
-                "/oauth/revoke", data={"token": token, "client_id": storage.client.client_id}
-            )
-            assert revoked.status_code == 200
-        answer = http.post(
-            "/mcp",
-            json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
-            headers={
-                "Authorization": f"Bearer {current.access_token}",
-                "Accept": "application/json, text/event-stream",
-            },
-        )
+    answer = revoke_and_call(live, storage.tokens, storage.client.client_id)
     assert answer.status_code == 401
     assert answer.headers["www-authenticate"] == (
         f'Bearer resource_metadata="{live}/.well-known/oauth-protected-resource/mcp", '
         'error="invalid_token"'
     )
+
+
+def test_the_sdk_oauth_client_identifies_itself_with_a_client_id_metadata_document(
+    tmp_path: Path, alice: Any
+) -> None:
+    """No registration: the SDK's `client_metadata_url` is the client_id, and the server
+    fetches the document (https on loopback, development addresses allowed)."""
+    host = MetadataDocumentHost(
+        tmp_path,
+        lambda url: {
+            "client_id": url,
+            "client_name": "SDK metadata host",
+            "redirect_uris": [REDIRECT],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        },
+    )
+    base, server = start_oauth_server(
+        tmp_path, alice, "--oauth-dev-addresses", env={"SSL_CERT_FILE": str(host.cert_file)}
+    )
+    try:
+        storage, person = Storage(), Person(base)
+        outcome = anyio.run(session, base, storage, person, "auto", host.url)
+        answer = revoke_and_call(base, storage.tokens, storage.client.client_id)
+        registered = httpx.get(base + "/.well-known/oauth-authorization-server", timeout=30)
+    finally:
+        server.stop()
+        host.close()
+
+    assert storage.client.client_id == host.url
+    assert host.hits >= 1  # fetched by the server (once per worker at most, then cached)
+    assert "SDK metadata host" in person.pages[0]  # the sign-in page names the document's client
+    assert outcome["deleted"]["deleted"] is True
+    assert outcome["denied"] == -32602
+    assert outcome["after_refresh"] == ["from the SDK"]
+    assert registered.json()["client_id_metadata_document_supported"] is True
+    assert answer.status_code == 401

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.helpers import free_port
-from tests.oauth.oauth_support import WS_A, WS_B, csrf_of, set_password
+from tests.oauth.oauth_support import WS_A, WS_B, MetadataDocumentHost, csrf_of, set_password
 from tests.transports.http_support import start_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,14 +48,34 @@ def person(authorize_url: str, base: str) -> str:
         return str(allowed.headers["location"])
 
 
+def metadata_document(url: str) -> dict[str, Any]:
+    return {
+        "client_id": url,
+        "client_name": "TS SDK test host",
+        "redirect_uris": [REDIRECT],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    }
+
+
+@pytest.mark.parametrize("identified_by", ["registration", "metadata-document"])
 def test_the_typescript_sdk_signs_in_consents_calls_refreshes_and_is_revoked(
-    tmp_path: Path, migrated_engine: Any, grant: Any
+    tmp_path: Path, migrated_engine: Any, grant: Any, identified_by: str
 ) -> None:
+    """Dynamic registration, or (no registration) a Client ID Metadata Document over https on
+    loopback that the server fetches with development addresses allowed."""
     grant("alice", WS_A)
     grant("alice", WS_B)
     set_password(migrated_engine, "alice", "alice-password-1")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    document_host, extra, env, metadata_url = None, [], {}, []
+    if identified_by == "metadata-document":
+        document_host = MetadataDocumentHost(tmp_path, metadata_document)
+        extra = ["--oauth-dev-addresses"]
+        env = {"SSL_CERT_FILE": str(document_host.cert_file)}
+        metadata_url = [document_host.url]
     server = start_http_server(
         tmp_path,
         str(migrated_engine.url),
@@ -65,13 +85,15 @@ def test_the_typescript_sdk_signs_in_consents_calls_refreshes_and_is_revoked(
         str(port),
         "--public-url",
         base,
+        *extra,
+        env=env,
         workers=2,
     )
     node = shutil.which("node")
     assert node is not None
     try:
         host = subprocess.Popen(
-            [node, str(CLIENT), str(SDK), base + "/mcp", REDIRECT, WS_A, WS_B],
+            [node, str(CLIENT), str(SDK), base + "/mcp", REDIRECT, WS_A, WS_B, *metadata_url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -102,7 +124,14 @@ def test_the_typescript_sdk_signs_in_consents_calls_refreshes_and_is_revoked(
             )
     finally:
         server.stop()
+        if document_host is not None:
+            document_host.close()
 
+    if document_host is not None:
+        assert report["clientId"] == document_host.url  # not registered: the URL is the id
+        assert document_host.hits >= 1  # the server fetched it
+    else:
+        assert "://" not in report["clientId"]  # an id the registration issued
     assert report["unauthorizedFirst"] is True  # 401 first: that is how the SDK discovers
     assert "notes_delete" in report["tools"]
     assert report["deleted"]["deleted"] is True

@@ -3,12 +3,14 @@
 // prints `OPEN <authorization URL>` on stderr and reads the redirect URL back on stdin (the
 // Python test plays the person); then `finishAuth(code)`, tool calls including a confirmed
 // delete, a call with a spoilt access token (401: the SDK refreshes and retries), and one
-// JSON report on stdout. Usage: node ts_oauth_client.mjs SDK_DIR URL REDIRECT WS_ALLOWED WS_OTHER
+// JSON report on stdout. With METADATA_URL the SDK identifies itself with that Client ID
+// Metadata Document (`clientMetadataUrl`) instead of registering.
+// Usage: node ts_oauth_client.mjs SDK_DIR URL REDIRECT WS_ALLOWED WS_OTHER [METADATA_URL]
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
 
-const [sdkDir, url, redirect, workspace, other] = process.argv.slice(2);
+const [sdkDir, url, redirect, workspace, other, metadataUrl] = process.argv.slice(2);
 const load = (sub) => import(pathToFileURL(path.join(sdkDir, "dist", "esm", sub)).href);
 const { Client } = await load("client/index.js");
 const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
@@ -19,6 +21,7 @@ let clientInfo, tokens, verifier;
 const saved = [];
 const provider = {
   get redirectUrl() { return redirect; },
+  clientMetadataUrl: metadataUrl,
   get clientMetadata() {
     return { client_name: "TS SDK test host", redirect_uris: [redirect], response_types: ["code"],
       grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "none" };

@@ -18,6 +18,9 @@ The cookie is sealed with the state keys (any worker or instance opens it), Http
 SameSite=Lax (the client's redirect into step 1 is a cross-site navigation), Secure behind
 https, path `/oauth`. Every form carries a CSRF token that must equal the cookie's. Pages forbid
 framing and caching.
+
+The metadata, token, revocation and registration endpoints are open to scripts of any origin
+(`OAuthEndpointRoute`); the authorization request and the pages are not (`OAuthFormRoute`).
 """
 
 from __future__ import annotations
@@ -88,9 +91,19 @@ class OAuthRoute(Route):
 
 
 class OAuthFormRoute(OAuthRoute):
-    """A page with its own forms, POSTed from its own origin."""
+    """A page with its own forms, POSTed from its own origin; the authorization request too,
+    which leads to them. A browser reaches these by navigation, which sends no Origin on a
+    GET: a script from another origin is refused and gets no CORS headers."""
 
     same_origin_forms = True
+
+
+class OAuthEndpointRoute(OAuthRoute):
+    """The client's endpoints and the metadata: public, no cookie, answering only to what the
+    request carries, so any site's script may call them (CORS with `*`, the transport's open
+    paths): a host that runs the flow from browser JavaScript can finish it."""
+
+    any_origin = True
 
 
 def page(status: int, body: str, *form_targets: str) -> Response:
@@ -133,15 +146,15 @@ class OAuthRoutes:
 
     def routes(self) -> list[BaseRoute]:
         found: list[BaseRoute] = [
-            OAuthRoute(METADATA_PATH, self.metadata, methods=["GET"]),
-            OAuthRoute(AUTHORIZE_PATH, self.authorize, methods=["GET"]),
+            OAuthEndpointRoute(METADATA_PATH, self.metadata, methods=["GET"]),
+            OAuthFormRoute(AUTHORIZE_PATH, self.authorize, methods=["GET"]),
             OAuthFormRoute(SIGN_IN_PATH, self.sign_in, methods=["GET", "POST"]),
             OAuthFormRoute(CONSENT_PATH, self.consent, methods=["GET", "POST"]),
-            OAuthRoute(TOKEN_PATH, self.token, methods=["POST"]),
-            OAuthRoute(REVOKE_PATH, self.revoke, methods=["POST"]),
+            OAuthEndpointRoute(TOKEN_PATH, self.token, methods=["POST"]),
+            OAuthEndpointRoute(REVOKE_PATH, self.revoke, methods=["POST"]),
         ]
         if self.config.registration == "open":
-            found.append(OAuthRoute(REGISTER_PATH, self.register, methods=["POST"]))
+            found.append(OAuthEndpointRoute(REGISTER_PATH, self.register, methods=["POST"]))
         return found
 
     # -- discovery ---------------------------------------------------------------------------
