@@ -162,10 +162,10 @@ def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
-    from notes_server.legacy import http_sessions
-    from notes_server.legacy.http import LegacyHttp
-    from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
-    from notes_server.legacy.roots import ROOTS_WAIT_S
+    from notes_server.compat_2025 import http_sessions
+    from notes_server.compat_2025.http import LegacyHttp
+    from notes_server.compat_2025.http_sessions import SESSION_TTL, LegacyHttpOptions
+    from notes_server.compat_2025.roots import ROOTS_WAIT_S
     from notes_server.store.sessions import SqlLegacySessions
     from notes_server.tools.scope import grant_lookup
 

@@ -125,7 +125,7 @@ def serve(
     """Serve MCP over stdio (default) or HTTP. Logs go to stderr; over stdio, stdout carries
     only MCP messages."""
     from notes_server.app import check_settings, create_app
-    from notes_server.legacy.connection import DualEraConnection
+    from notes_server.compat_2025.connection import DualEraConnection
     from notes_server.tools.scope import grant_lookup
     from notes_server.tools.services import Services
     from notes_server.transports.approval_listener import LoopbackApprovals

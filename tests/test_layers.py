@@ -22,7 +22,7 @@ PACKAGE = Path(next(iter(notes_server.__path__)))
 # extension seam they plug into are tools, and so are prompts (tools' sibling seam) and
 # the built-in authorization server.
 EDGE = {
-    "legacy": "transports",
+    "compat_2025": "transports",
     "client": "transports",
     "apps": "tools",
     "extensions": "tools",

@@ -6,7 +6,7 @@ pipe. Oversized lines are drained and refused without reading them into memory.
 The seam: a `LineReader` hands each frame to one per-connection object (`Connection`). The
 default one answers every frame statelessly. A connection may pull further frames from the same
 reader while it handles one and may write extra lines (the 2025-11-25 adapter in
-`notes_server.legacy` reads the client's answer to a server-initiated request that way).
+`notes_server.compat_2025` reads the client's answer to a server-initiated request that way).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
-from notes_server.legacy.session import LegacyHandler
+from notes_server.compat_2025.session import LegacyHandler
 from notes_server.security.tokens import create_token
 from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
@@ -411,7 +411,7 @@ def test_expired_sessions_and_cancellations_are_swept_on_a_timer_without_new_ses
     clock: Clock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from notes_server.legacy import http_sessions
+    from notes_server.compat_2025 import http_sessions
 
     swept = threading.Event()
     real_sweep = SqlLegacySessions.sweep

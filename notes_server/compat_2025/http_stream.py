@@ -30,8 +30,8 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from starlette.types import Message, Receive, Scope, Send
 
-from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
-from notes_server.legacy.rounds import (
+from notes_server.compat_2025.roots import ROOTS_WAIT_S, Roots, roots_request
+from notes_server.compat_2025.rounds import (
     MAX_ROUNDS,
     URL_FIRST_POLL_S,
     URL_MAX_POLL_S,
@@ -49,8 +49,8 @@ from notes_server.legacy.rounds import (
     still_on_page,
     too_many_rounds,
 )
-from notes_server.legacy.session import LegacyHandler
-from notes_server.legacy.translate import input_response, is_response
+from notes_server.compat_2025.session import LegacyHandler
+from notes_server.compat_2025.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.store.sessions import Answer
@@ -90,7 +90,7 @@ def _event(message: dict[str, Any]) -> Message:
 
 
 class QuestionStore(Protocol):
-    """Where questions wait for answers (`legacy.http.SessionStore` over the database)."""
+    """Where questions wait for answers (`compat_2025.http.SessionStore` over the database)."""
 
     def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool: ...
 

@@ -1,7 +1,7 @@
 """The pure steps of turning an `input_required` answer into server-initiated requests.
 
 Shared by both legacy transports: stdio asks on the connection (`session.LegacyHandler`), HTTP
-on the SSE stream of the POST (`legacy.http_stream`). Each decides how to wait for
+on the SSE stream of the POST (`compat_2025.http_stream`). Each decides how to wait for
 the client; what to ask, how to retry and when to stop is decided here, once.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.translate import (
     CONFIRMATION_EXPIRED,
     SERVER_REQUESTS,
     TOO_MANY_ROUNDS,

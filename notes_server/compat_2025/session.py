@@ -14,8 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import InvalidParams, MethodNotFound, to_wire
-from notes_server.legacy.channel import ClientChannel, RequestCancelled, Unanswered, dump
-from notes_server.legacy.roots import (
+from notes_server.compat_2025.channel import ClientChannel, RequestCancelled, Unanswered, dump
+from notes_server.compat_2025.roots import (
     NARROWED_METHODS,
     ROOTS_WAIT_S,
     GrantLookup,
@@ -28,7 +28,7 @@ from notes_server.legacy.roots import (
     roots_request,
     usable,
 )
-from notes_server.legacy.rounds import (
+from notes_server.compat_2025.rounds import (
     MAX_ROUNDS,
     URL_FIRST_POLL_S,
     URL_MAX_POLL_S,
@@ -46,7 +46,7 @@ from notes_server.legacy.rounds import (
     still_on_page,
     too_many_rounds,
 )
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.translate import (
     LEGACY_METHODS,
     LOGGED_METHODS,
     capability_refusal,

@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 
-from notes_server.legacy.http_stream import Conversation, Wakeups
-from notes_server.legacy.rounds import PAGE_NOT_COMPLETED
-from notes_server.legacy.session import LegacySession
+from notes_server.compat_2025.http_stream import Conversation, Wakeups
+from notes_server.compat_2025.rounds import PAGE_NOT_COMPLETED
+from notes_server.compat_2025.session import LegacySession
 from notes_server.protocol.envelope import Request
 from notes_server.store.sessions import Answer
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from notes_server.errors import InvalidParams
-from notes_server.legacy.session import kept_client_info
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.session import kept_client_info
+from notes_server.compat_2025.translate import (
     CANCELLED,
     MAX_KEPT_CAPABILITIES_BYTES,
     initialize_result,

@@ -17,9 +17,9 @@ from sqlalchemy import Engine, func, select
 
 from notes_server.app import SERVER_INFO, create_app
 from notes_server.config import Settings
-from notes_server.legacy.connection import DualEraConnection
-from notes_server.legacy.session import MAX_ROUNDS
-from notes_server.legacy.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
+from notes_server.compat_2025.connection import DualEraConnection
+from notes_server.compat_2025.session import MAX_ROUNDS
+from notes_server.compat_2025.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import notes
@@ -29,7 +29,7 @@ from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
 from notes_server.tools.registry import ToolRegistry
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.stdio import serve_stdio
-from tests.legacy.legacy_support import NOTES
+from tests.compat_2025.legacy_support import NOTES
 
 Message = dict[str, Any] | bytes
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
