@@ -24,11 +24,11 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
 from notes_server.compat_2025.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
 from notes_server.compat_2025.session import LegacyHandler, Outcome, start_session
 from notes_server.compat_2025.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,

@@ -33,7 +33,6 @@ from typing import Any, TypeVar
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
-from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.compat_2025.http_sessions import (
     LegacyHttpOptions,
     SessionStore,
@@ -54,6 +53,7 @@ from notes_server.compat_2025.translate import (
     is_modern,
     is_response,
 )
+from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.dispatch import McpServer
 from notes_server.protocol.envelope import (
     DecodeFailure,

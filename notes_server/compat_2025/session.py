@@ -13,7 +13,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.compat_2025.channel import ClientChannel, RequestCancelled, Unanswered, dump
 from notes_server.compat_2025.roots import (
     NARROWED_METHODS,
@@ -60,6 +59,7 @@ from notes_server.compat_2025.translate import (
     negotiate,
     tool_error_result,
 )
+from notes_server.errors import InvalidParams, MethodNotFound, to_wire
 from notes_server.protocol.envelope import Request, RequestId
 from notes_server.protocol.log_messages import check_level
 from notes_server.protocol.progress import Emit, progress_sink

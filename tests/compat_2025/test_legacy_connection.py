@@ -16,10 +16,14 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from notes_server.app import SERVER_INFO, create_app
-from notes_server.config import Settings
 from notes_server.compat_2025.connection import DualEraConnection
 from notes_server.compat_2025.session import MAX_ROUNDS
-from notes_server.compat_2025.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
+from notes_server.compat_2025.translate import (
+    CONFIRMATION_EXPIRED,
+    NEEDS_ELICITATION,
+    TOO_MANY_ROUNDS,
+)
+from notes_server.config import Settings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import notes

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from notes_server.errors import InvalidParams
 from notes_server.compat_2025.session import kept_client_info
 from notes_server.compat_2025.translate import (
     CANCELLED,
@@ -24,6 +23,7 @@ from notes_server.compat_2025.translate import (
     negotiate,
     server_request,
 )
+from notes_server.errors import InvalidParams
 
 VERSION = "io.modelcontextprotocol/protocolVersion"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

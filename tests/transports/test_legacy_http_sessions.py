@@ -19,8 +19,8 @@ from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
-from notes_server.config import HttpSettings, Settings
 from notes_server.compat_2025.session import LegacyHandler
+from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
