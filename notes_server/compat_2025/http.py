@@ -46,7 +46,12 @@ from notes_server.compat_2025.http_stream import (
 )
 from notes_server.compat_2025.roots import ROOTS_CHANGED, declares_roots
 from notes_server.compat_2025.rounds import needs_input
-from notes_server.compat_2025.session import LegacyHandler, LegacySession, start_session
+from notes_server.compat_2025.session import (
+    LegacyHandler,
+    LegacySession,
+    Prepared,
+    start_session,
+)
 from notes_server.compat_2025.translate import (
     LOGGED_METHODS,
     NOT_INITIALIZED,
@@ -230,15 +235,15 @@ class LegacyHttp:
         if refused is None and (
             handler.roots_needed(request.method) or _streams(request, handler.session)
         ):
-            return self._conversation(key, handler, request, None)
+            return self._conversation(key, handler, Prepared(request), None)
         if refused is None:
             if self._quick(request):  # cheaper than a hand-off, as on the modern path
-                result, error = handler.dispatch(request)
+                prepared, (result, error) = handler.start(request)
             else:
-                result, error = await self.run(lambda: handler.dispatch(request))
+                prepared, (result, error) = await self.run(lambda: handler.start(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
-                return self._conversation(key, handler, request, result)
+                return self._conversation(key, handler, prepared, result)
             refused = handler.finish(request.method, result, error)
         result, error = refused
         if error is not None:
@@ -270,13 +275,16 @@ class LegacyHttp:
         self,
         key: str,
         handler: LegacyHandler,
-        request: Request,
+        prepared: Prepared,
         required: dict[str, Any] | None,
     ) -> Conversation:
+        """The SSE answer: `required` None runs the first round on the stream (`prepared`
+        holds the request alone), else the rounds continue from the prepared first one."""
         return Conversation(
             handler,
-            request,
+            prepared.request,
             required,
+            meta=prepared.meta,
             store=self.store,
             session=key,
             run=self.run,

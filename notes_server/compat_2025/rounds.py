@@ -1,23 +1,32 @@
-"""The pure steps of turning an `input_required` answer into server-initiated requests.
+"""The 2025-11-25 rounds loop: turning `input_required` answers into server-initiated requests.
 
-Shared by both legacy transports: stdio asks on the connection (`session.LegacyHandler`), HTTP
-on the SSE stream of the POST (`compat_2025.http_stream`). Each decides how to wait for
-the client; what to ask, how to retry and when to stop is decided here, once.
+One loop (`call_rounds`) for both transports. It is a generator that yields the steps it needs
+taken (`Dispatch` a retry through the core, `Ask` the client one question, `Notify` it, open
+or `Pause` on a page wait) and is resumed with what each step produced; it never waits itself.
+stdio drives it with a blocking driver on the connection (`session.LegacyHandler`), HTTP with
+an async one on the SSE stream of the POST (`compat_2025.http_stream`). What to ask, how to
+retry, how long to wait for a page and when to stop is decided here, once; how to wait for the
+client is the driver's. A generator rather than a callback because one loop cannot both call
+a blocking `ask` and await an async one; the steps are plain values, so both drivers are a
+few lines of `send` and the loop stays testable without a transport.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from notes_server.compat_2025.translate import (
     CONFIRMATION_EXPIRED,
     SERVER_REQUESTS,
     TOO_MANY_ROUNDS,
     expired_confirmation,
+    input_response,
     server_request,
     tool_error_result,
 )
+from notes_server.protocol.envelope import Request
 
 MAX_ROUNDS = 5
 # Waiting for an out-of-band page (URL mode): retries with backoff, bounded by a deadline.
@@ -132,3 +141,116 @@ def elicitation_complete(elicitation_id: str) -> dict[str, Any]:
 
 def page_not_completed() -> Outcome:
     return tool_error_result(PAGE_NOT_COMPLETED), None
+
+
+# -- the loop -------------------------------------------------------------------------------
+
+
+class Dispatch(NamedTuple):
+    """Run this retry through the core; resume with its Outcome."""
+
+    request: Request
+
+
+class Ask(NamedTuple):
+    """Send the client this request and wait for its response; resume with the response
+    object, or None when none came (the wait ran out, or stdin ended)."""
+
+    message: dict[str, Any]
+
+
+class Notify(NamedTuple):
+    """Send the client this notification; resume with None."""
+
+    message: dict[str, Any]
+
+
+class OpenPage(NamedTuple):
+    """The client just opened a page (URL mode): the wait for it starts; resume with None."""
+
+
+class Pause(NamedTuple):
+    """The person is on the page: wait up to `seconds` while still listening to the client
+    (a cancellation ends the call); resume with None."""
+
+    seconds: float
+
+
+Step = Dispatch | Ask | Notify | OpenPage | Pause
+Rounds = Generator[Step, Any, Outcome]
+
+
+def call_rounds(
+    request: Request,
+    first: Outcome,
+    *,
+    version: str,
+    new_id: Callable[[], str],
+    page_wait_s: float = URL_WAIT_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> Rounds:
+    """The rounds of one `tools/call` whose first dispatch answered `first`: at most
+    MAX_ROUNDS rounds of questions, each answered by the client in turn, then a retry with the
+    answers and the core's own `requestState`. `request` carries the `_meta` the session
+    stamped for the first round: every retry keeps it (stamped and read once per call). While
+    the person is on a page the client accepted, the same answers are retried with backoff up
+    to `page_wait_s`. Returns the call's outcome in the core's shape (the caller translates)."""
+    result, error = first
+    rounds = 0
+    answers: dict[str, Any] = {}
+    pages: dict[str, str] = {}  # URL elicitations the client accepted: url -> id
+    deadline = delay = 0.0
+    while result is not None and needs_input(result):
+        if still_on_page(result, pages):
+            remaining = deadline - clock()
+            if remaining <= 0:
+                return page_not_completed()
+            yield Pause(min(delay, remaining))
+            delay = min(delay * 2, URL_MAX_POLL_S)
+        else:
+            for elicitation_id in completed_pages(pages, result, None):
+                yield Notify(elicitation_complete(elicitation_id))
+            if rounds == MAX_ROUNDS:
+                return too_many_rounds()
+            rounds += 1
+            asked = questions(version, result, new_id)
+            answers = {}
+            for key, method, message in asked:
+                answer = input_response(method, (yield Ask(message)))
+                if answer is not None:
+                    answers[key] = answer
+            pages = accepted_pages(asked, answers)
+            if pages:
+                deadline, delay = clock() + page_wait_s, URL_FIRST_POLL_S
+                yield OpenPage()
+        params = retry_params(request.params, result, answers)
+        request = Request(request.id, request.method, params)
+        result, error = yield Dispatch(request)
+    for elicitation_id in completed_pages(pages, result, error):
+        yield Notify(elicitation_complete(elicitation_id))
+    return after_rounds(rounds, result, error)
+
+
+def drive(rounds: Rounds, take: Callable[[Step], Any]) -> Outcome:
+    """Run the loop to its outcome, taking each step with the blocking `take` (stdio). An
+    exception from `take` (a cancellation) ends the loop and propagates."""
+    reply: Any = None
+    while True:
+        try:
+            step = rounds.send(reply)
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+        reply = take(step)
+
+
+async def drive_async(rounds: Rounds, take: Callable[[Step], Awaitable[Any]]) -> Outcome:
+    """`drive` with an awaitable `take` (HTTP: the steps wait on the SSE stream)."""
+    reply: Any = None
+    while True:
+        try:
+            step = rounds.send(reply)
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+        reply = await take(step)

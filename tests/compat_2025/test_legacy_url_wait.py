@@ -43,7 +43,9 @@ class Core:
     )
     retries: list[dict[str, Any]] = field(default_factory=list)
 
-    def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
+    def dispatch(
+        self, request: Request, emit: Any = None, meta: Any = None
+    ) -> tuple[dict[str, Any], None]:
         self.retries.append(request.params)
         if len(self.retries) <= self.pending:
             return url_required(PAGE, f"state-{len(self.retries)}"), None

@@ -375,14 +375,14 @@ def test_on_embedded_sqlite_quick_requests_in_a_session_skip_the_worker_threads(
     """`tools/list` and `notes_read` (the requests the server marks as quick) run where the
     request is; a write, or a call whose workspace must first be looked up, in a worker."""
     threads: dict[str, str] = {}
-    dispatch = LegacyHandler.dispatch
+    start = LegacyHandler.start  # a request's first round: prepared, then through the core
 
     def watched(self: LegacyHandler, request: Any, *args: Any) -> Any:
         name = request.params.get("name", request.method)
         threads[name] = threading.current_thread().name
-        return dispatch(self, request, *args)
+        return start(self, request, *args)
 
-    monkeypatch.setattr(LegacyHandler, "dispatch", watched)
+    monkeypatch.setattr(LegacyHandler, "start", watched)
     alice.initialize()
     alice.result("tools/list")
     created = alice.result(
