@@ -14,14 +14,14 @@ Routing is per message (digest §12 item 2):
   dropped silently (before one, a response is an invalid request, as in the stateless core).
 
 Frames that arrive while the session waits for the client's answer to a server-initiated
-request are queued (see `notes_server.compat_2025.channel`) and handled here, in order, before the
-next line is read.
+request are queued on the reader (`LineReader.deferred`; see `notes_server.compat_2025.channel`)
+and handed back by the transport, in order, before the next line is read, each through the
+transport's one guard.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
@@ -45,7 +45,6 @@ from notes_server.transports.stdio import (
     LineWriter,
     Oversized,
     answer,
-    guarded,
 )
 
 if TYPE_CHECKING:
@@ -72,17 +71,12 @@ class DualEraConnection:
         self.roots_wait_s = ROOTS_WAIT_S if roots_wait_s is None else roots_wait_s
         self.principal = principal
         self.writer = writer
-        self.backlog: deque[Frame] = deque()
-        self.channel = ClientChannel(reader, writer, self.backlog)
+        self.channel = ClientChannel(reader, writer, reader.deferred)
         self.legacy: LegacyHandler | None = None
 
     def receive(self, frame: Frame) -> None:
-        self._reply_to(frame)
-        while self.backlog:
-            self._reply_to(self.backlog.popleft())
-
-    def _reply_to(self, frame: Frame) -> None:
-        reply = guarded(self._reply, frame)
+        """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
+        reply = self._reply(frame)
         if reply is not None:
             self.writer.write(reply)
 
