@@ -80,6 +80,7 @@ SLOW_MODULES = {
     "transports/test_legacy_http_sdk_client.py": "a real client (the Python SDK)",
     "transports/test_legacy_roots_sdk_client.py": "a real client (the Python SDK)",
     "compat_2025/test_legacy_sdk_client.py": "a real client (the Python SDK)",
+    "compat_2025/test_rounds_both_transports.py": "a stdio and an HTTP server process",
     "approval/test_purge_sdk_client.py": "a real client (the Python SDK)",
     "transports/test_client_matrix.py": "real clients (scripts/clients)",
     "transports/test_multi_instance_script.py": "real clients and three instances",
