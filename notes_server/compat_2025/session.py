@@ -1,9 +1,10 @@
 """One 2025-11-25 session on a stdio connection: the handshake and the request bridge.
 
 Every legacy request is stamped with the `_meta` a modern client would have sent (capabilities
-from `initialize`) and dispatched through the same `McpServer`. A `tools/call` that answers
-`input_required` is turned into real server-initiated requests (`elicitation/create`, ...);
-the answers go back to the core as `inputResponses` with the sealed `requestState`, for at most
+from `initialize`), once per call (`prepare`), and dispatched through the same `McpServer`. A
+`tools/call` that answers `input_required` runs the rounds loop (`rounds.call_rounds`), here
+driven on the stdio channel: real server-initiated requests (`elicitation/create`, ...) whose
+answers go back to the core as `inputResponses` with the sealed `requestState`, for at most
 MAX_ROUNDS rounds. Results lose `resultType`, caching hints and `_meta` serverInfo.
 """
 
@@ -139,7 +140,8 @@ def kept_client_info(client_info: object) -> dict[str, str] | None:
 
 class LegacyHandler:
     """Answers one session's requests; `channel` asks the client (stdio), None on HTTP, whose
-    transport asks on the SSE stream and uses `dispatch` and `finish` itself. `roots_wait_s`
+    transport asks on the SSE stream and uses `start`, `dispatch` and `finish` itself (with the
+    same rounds loop). `roots_wait_s`
     bounds the wait for a stdio client's `roots/list` answer."""
 
     def __init__(
