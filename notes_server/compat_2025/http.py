@@ -46,12 +46,7 @@ from notes_server.compat_2025.http_stream import (
 )
 from notes_server.compat_2025.roots import ROOTS_CHANGED, declares_roots
 from notes_server.compat_2025.rounds import needs_input
-from notes_server.compat_2025.session import (
-    LegacyHandler,
-    LegacySession,
-    Prepared,
-    start_session,
-)
+from notes_server.compat_2025.session import LegacyHandler, LegacySession, start_session
 from notes_server.compat_2025.translate import (
     LOGGED_METHODS,
     NOT_INITIALIZED,
@@ -69,6 +64,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.meta import ClientMeta
 from notes_server.protocol.progress import progress_token
 from notes_server.protocol.versions import LATEST
 from notes_server.transports.http_responses import error_response
@@ -235,7 +231,7 @@ class LegacyHttp:
         if refused is None and (
             handler.roots_needed(request.method) or _streams(request, handler.session)
         ):
-            return self._conversation(key, handler, Prepared(request), None)
+            return self._conversation(key, handler, request, None)
         if refused is None:
             if self._quick(request):  # cheaper than a hand-off, as on the modern path
                 prepared, (result, error) = handler.start(request)
@@ -243,7 +239,7 @@ class LegacyHttp:
                 prepared, (result, error) = await self.run(lambda: handler.start(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
-                return self._conversation(key, handler, prepared, result)
+                return self._conversation(key, handler, prepared.request, result, prepared.meta)
             refused = handler.finish(request.method, result, error)
         result, error = refused
         if error is not None:
@@ -275,16 +271,17 @@ class LegacyHttp:
         self,
         key: str,
         handler: LegacyHandler,
-        prepared: Prepared,
+        request: Request,
         required: dict[str, Any] | None,
+        meta: ClientMeta | None = None,
     ) -> Conversation:
-        """The SSE answer: `required` None runs the first round on the stream (`prepared`
-        holds the request alone), else the rounds continue from the prepared first one."""
+        """The SSE answer: `required` None runs the first round on the stream, else the rounds
+        continue from it (`request` prepared, with the `meta` read from it)."""
         return Conversation(
             handler,
-            prepared.request,
+            request,
             required,
-            meta=prepared.meta,
+            meta=meta,
             store=self.store,
             session=key,
             run=self.run,
