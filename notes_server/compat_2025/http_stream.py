@@ -19,7 +19,6 @@ answered cannot stop a retry already running in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import logging
@@ -43,11 +42,12 @@ from notes_server.compat_2025.rounds import (
     call_rounds,
     drive_async,
 )
-from notes_server.compat_2025.session import LegacyHandler, Prepared
+from notes_server.compat_2025.session import LegacyHandler
 from notes_server.compat_2025.translate import is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.protocol.meta import ClientMeta
+from notes_server.protocol.progress import Emit
 from notes_server.store.sessions import Answer
 from notes_server.transports.http_progress import Relay, sse_chunk
 
@@ -227,43 +227,37 @@ class Conversation:
     async def _first_round(self, send: Send) -> tuple[Request, Outcome]:
         """Prepare the request and run its first round in one worker-thread call (preparing
         may read the grants); the prepared request is what the rounds retry."""
-        relay = Relay()
         handler, request = self.handler, self.request
-
-        def call() -> tuple[Prepared, Outcome]:
-            self._close_answered()  # the roots question's row, if one was asked: one hand-off
-            return handler.start(request, relay.emit)
-
-        work = asyncio.ensure_future(self.run(call))
-
-        async def event(payload: bytes) -> None:
-            await send(sse_chunk(payload))
-
-        try:
-            prepared, first = await relay.forward(work, event)
-        finally:
-            work.cancel()  # only when this stream is torn down; the thread finishes on its own
+        prepared, first = await self._in_thread(lambda emit: handler.start(request, emit), send)
         self.meta = prepared.meta
         return prepared.request, first
 
     async def _dispatch(self, request: Request, send: Send) -> Outcome:
-        """The request in a worker thread; its progress notifications go out as they come."""
+        """A retry through the core, with the `_meta` read in the first round."""
+        handler, meta = self.handler, self.meta
+        outcome: Outcome = await self._in_thread(
+            lambda emit: handler.dispatch(request, emit, meta), send
+        )
+        return outcome
+
+    async def _in_thread(self, work: Callable[[Emit], _T], send: Send) -> _T:
+        """`work(emit)` in a worker thread, after deleting the rows of the questions answered
+        so far (one hand-off for both); its progress notifications go out as they come."""
         relay = Relay()
-        dispatch = functools.partial(self.handler.dispatch, request, relay.emit, self.meta)
 
-        def call() -> Outcome:
-            self._close_answered()  # one hand-off for both
-            return dispatch()
+        def call() -> _T:
+            self._close_answered()
+            return work(relay.emit)
 
-        work = asyncio.ensure_future(self.run(call))
+        future = asyncio.ensure_future(self.run(call))
 
         async def event(payload: bytes) -> None:
             await send(sse_chunk(payload))
 
         try:
-            return await relay.forward(work, event)
+            return await relay.forward(future, event)
         finally:
-            work.cancel()  # only when this stream is torn down; the thread finishes on its own
+            future.cancel()  # only when this stream is torn down; the thread finishes on its own
 
     async def _learn_roots(self, send: Send) -> None:
         """Ask `roots/list` on this stream; keep the answer for the session's later requests."""
