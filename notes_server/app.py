@@ -155,7 +155,7 @@ def create_stdio_server(
     """The stdio server and what serves one stdio connection: 2026-07-28 messages statelessly,
     a 2025-11-25 client (after `initialize`) through the adapter, with its grants and roots
     wait. `page_base` is the loopback approval listener's origin (serves `notes_purge`)."""
-    from notes_server.legacy.connection import DualEraConnection
+    from notes_server.compat_2025.connection import DualEraConnection
     from notes_server.tools.scope import grant_lookup
 
     server = create_server(settings, services, page_base=page_base)
@@ -244,10 +244,10 @@ def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:
 def legacy_http(server: McpServer, http: HttpSettings, services: Services) -> LegacyFactory:
     """2025-era HTTP sessions kept in the server's database; a user has as long to answer a
     confirmation as its sealed state lives."""
-    from notes_server.legacy import http_sessions
-    from notes_server.legacy.http import LegacyHttp
-    from notes_server.legacy.http_sessions import SESSION_TTL, LegacyHttpOptions
-    from notes_server.legacy.roots import ROOTS_WAIT_S
+    from notes_server.compat_2025 import http_sessions
+    from notes_server.compat_2025.http import LegacyHttp
+    from notes_server.compat_2025.http_sessions import SESSION_TTL, LegacyHttpOptions
+    from notes_server.compat_2025.roots import ROOTS_WAIT_S
     from notes_server.store.sessions import SqlLegacySessions
     from notes_server.tools.scope import grant_lookup
 

@@ -74,7 +74,8 @@ class Settings:
     # Which repository implementations the engine uses (see store.engine.uses_driver).
     store_impl: str = "auto"
     semantic: str = "auto"
-    # Seconds to wait for a 2025-era client's roots/list answer (None: legacy.roots.ROOTS_WAIT_S).
+    # Seconds to wait for a 2025-era client's roots/list answer
+    # (None: compat_2025.roots.ROOTS_WAIT_S).
     roots_wait_s: float | None = None
 
     @property

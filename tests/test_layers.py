@@ -1,6 +1,10 @@
 """The tree is the layer diagram, and the direction is a tested contract: cli -> app ->
-transports -> compat_2025 -> protocol -> features -> tools -> (security | store) -> neutral
+compat_2025 -> transports -> protocol -> features -> tools -> (security | store) -> neutral
 base modules; no import cycles between modules, nor between top-level packages.
+
+The 2025-11-25 adapter sits above the transports: `app` hands it to them (a stdio connection
+factory, an HTTP session handler), so no transport imports it, and it holds its conversations
+with their stdio framing, worker threads and SSE relay.
 
 A module's layer is the name of its top folder under `notes_server/`, nothing else: any other
 top-level module or package is a neutral base module, which may import only neutral ones.
@@ -23,8 +27,8 @@ PACKAGE = Path(next(iter(notes_server.__path__)))
 RANKS = {
     "cli": 8,
     "app": 7,
-    "transports": 6,
-    "compat_2025": 5,
+    "compat_2025": 6,
+    "transports": 5,
     "protocol": 4,
     "features": 3,
     "tools": 2,
@@ -33,11 +37,6 @@ RANKS = {
 }
 NEUTRAL = "neutral"
 RANK_OF_NEUTRAL = 0
-RENAMED = {"legacy": "compat_2025"}  # until legacy/ is renamed
-# Until legacy/ is renamed: the adapter still borrows the transports' stdio framing, worker
-# threads, error responses and SSE relay (the single rounds loop of issue 20 takes them out).
-# Keyed on the old name, so compat_2025/ gets no allowance; the integrator deletes both lines.
-UNTIL_RENAMED = {("legacy", "transports")}
 
 
 def top_of(module: str) -> str:
@@ -50,7 +49,6 @@ def layer_of(module: str) -> str:
     head = top_of(module)
     if head == "__main__":  # `python -m notes_server` is the command line
         return "cli"
-    head = RENAMED.get(head, head)
     return head if head in RANKS else NEUTRAL
 
 
@@ -100,7 +98,7 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
     for module, targets in sorted(graph.items()):
         for target in sorted(targets):
             source_layer, target_layer = layer_of(module), layer_of(target)
-            if source_layer == target_layer or (top_of(module), top_of(target)) in UNTIL_RENAMED:
+            if source_layer == target_layer:
                 continue
             upward = rank_of(target_layer) > rank_of(source_layer)
             sideways = rank_of(target_layer) == rank_of(source_layer)
@@ -211,7 +209,6 @@ def test_the_walker_sees_lazy_relative_and_typing_only_imports(tmp_path: Path) -
         ("notes_server.app", "app"),
         ("notes_server.transports.stdio", "transports"),
         ("notes_server.compat_2025.translate", "compat_2025"),
-        ("notes_server.legacy.translate", "compat_2025"),
         ("notes_server.protocol.server", "protocol"),
         ("notes_server.features.purge.tool", "features"),
         ("notes_server.features.extension", "features"),
@@ -233,7 +230,7 @@ def test_a_module_is_in_the_layer_its_top_folder_names(module: str, layer: str) 
         ("security/a.py", "notes_server.store.b"),
         ("store/b.py", "notes_server.security.a"),
         ("tools/c.py", "notes_server.features.d"),
-        ("compat_2025/e.py", "notes_server.transports.f"),
+        ("transports/f.py", "notes_server.compat_2025.e"),
         ("values.py", "notes_server.store.b"),
         ("markup/g.py", "notes_server.tools.c"),
     ],

@@ -26,7 +26,7 @@ from notes_server.protocol.envelope import (
     encode_result,
 )
 from notes_server.protocol.log_messages import log_sink, requested_level
-from notes_server.protocol.meta import read_meta
+from notes_server.protocol.meta import ClientMeta, read_meta
 from notes_server.protocol.progress import Emit, progress_sink
 from notes_server.protocol.server_view import ResourceProvider, ResourceTemplate, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
@@ -175,12 +175,15 @@ class McpServer:
         roots: tuple[WorkspaceUri, ...] | None = None,
         progress: ProgressSink | None = None,
         notify: Emit | None = None,
+        meta: ClientMeta | None = None,
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Return (result, None) or (None, error object). `roots` narrows what the principal
         may touch (a legacy session's roots); `progress` receives a tool's progress reports;
-        `notify` writes the log messages of a request that set a log level in `_meta`."""
+        `notify` writes the log messages of a request that set a log level in `_meta`;
+        `meta` is `read_meta(request.params)` when the caller already read it (a 2025-11-25
+        call's later rounds carry the `_meta` of its first, read once)."""
         try:
-            result = self._dispatch(request, principal, roots, progress, notify)
+            result = self._dispatch(request, principal, roots, progress, notify, meta)
         except McpError as exc:
             if getattr(exc, "reason", None):
                 log.info("request %r rejected: %s", request.id, getattr(exc, "reason", ""))
@@ -196,8 +199,10 @@ class McpServer:
         roots: tuple[WorkspaceUri, ...] | None,
         progress: ProgressSink | None,
         notify: Emit | None,
+        meta: ClientMeta | None = None,
     ) -> dict[str, Any]:
-        meta = read_meta(request.params)
+        if meta is None:
+            meta = read_meta(request.params)
         handler = HANDLERS.get(request.method)
         gate = GATED.get(request.method)
         if handler is None or (gate is not None and gate not in self.capabilities):

@@ -6,13 +6,16 @@ pipe. Oversized lines are drained and refused without reading them into memory.
 The seam: a `LineReader` hands each frame to one per-connection object (`Connection`). The
 default one answers every frame statelessly. A connection may pull further frames from the same
 reader while it handles one and may write extra lines (the 2025-11-25 adapter in
-`notes_server.legacy` reads the client's answer to a server-initiated request that way).
+`notes_server.compat_2025` reads the client's answer to a server-initiated request that way);
+frames it read but cannot handle yet go back to the reader (`LineReader.deferred`), which hands
+them out first. Every frame reaches the connection through one guard (`guarded`), here.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO, Final, Protocol
 
@@ -41,10 +44,18 @@ def _drain_line(stream: BinaryIO) -> None:
 
 
 class LineReader:
-    """Frames from the client: stripped non-empty lines, OVERSIZED, or None at EOF."""
+    """Frames from the client: stripped non-empty lines, OVERSIZED, or None at EOF.
+    `deferred` holds frames a connection read ahead and left for later (`next_in_order`)."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        self.deferred: deque[Frame] = deque()
+
+    def next_in_order(self) -> Frame | None:
+        """The next frame to handle: a deferred one first, in arrival order, then the stream."""
+        if self.deferred:
+            return self.deferred.popleft()
+        return self.next_frame()
 
     def fileno(self) -> int | None:
         """The descriptor to wait on with a timeout, or None when the stream has none."""
@@ -151,12 +162,9 @@ class StatelessConnection:
         self.writer = writer
 
     def receive(self, frame: Frame) -> None:
-        reply = guarded(self._answer, frame)
+        reply = answer(self.server, self.principal, frame, self.writer.write)
         if reply is not None:
             self.writer.write(reply)
-
-    def _answer(self, frame: Frame) -> bytes | None:
-        return answer(self.server, self.principal, frame, self.writer.write)
 
 
 def serve_stdio(
@@ -166,12 +174,13 @@ def serve_stdio(
     stdout: BinaryIO,
     connection: ConnectionFactory = StatelessConnection,
 ) -> None:
-    """Serve until EOF on stdin. A connection that raises anyway still costs only that one
-    message; a failure to write the reply (stdout closed) ends serving."""
+    """Serve until EOF on stdin, frames deferred by the connection first. A frame whose
+    handling raises costs only that one message (`guarded`, the one guard per frame); a
+    failure to write the reply (stdout closed) ends serving."""
     reader = LineReader(stdin)
     writer = LineWriter(stdout)
     handler = connection(server, principal, reader, writer)
-    while (frame := reader.next_frame()) is not None:
+    while (frame := reader.next_in_order()) is not None:
         reply = guarded(handler.receive, frame)
         if reply is not None:
             writer.write(reply)

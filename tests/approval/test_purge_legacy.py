@@ -19,8 +19,8 @@ from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from tests.approval.purge_support import WS, add_note, approve, approve_with_code, open_link
+from tests.compat_2025.legacy_support import LegacyClient
 from tests.helpers import ServerProcess, free_port
-from tests.legacy.legacy_support import LegacyClient
 from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
 URL_CLIENT: dict[str, Any] = {"elicitation": {"url": {}}}

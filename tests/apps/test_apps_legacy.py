@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-from notes_server.legacy.connection import DualEraConnection
+from notes_server.compat_2025.connection import DualEraConnection
 from notes_server.protocol.server import McpServer
 from notes_server.transports.stdio import serve_stdio
 from tests.apps.apps_support import APP_MIME, APPS, UI, VIEW

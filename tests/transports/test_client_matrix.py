@@ -19,7 +19,7 @@ import anyio
 import pytest
 from sqlalchemy import Engine
 
-from notes_server.legacy.translate import NEEDS_ELICITATION
+from notes_server.compat_2025.translate import NEEDS_ELICITATION
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.security.uri import canonical_workspace

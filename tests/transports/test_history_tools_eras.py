@@ -13,8 +13,8 @@ from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
+from notes_server.compat_2025.connection import DualEraConnection
 from notes_server.config import HttpSettings, Settings
-from notes_server.legacy.connection import DualEraConnection
 from notes_server.protocol.server import McpServer
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from notes_server.legacy.roots import ROOTS_WAIT_S
+from notes_server.compat_2025.roots import ROOTS_WAIT_S
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords

@@ -19,8 +19,8 @@ from sqlalchemy import Engine, text
 from starlette.testclient import TestClient
 
 from notes_server.app import create_http_app
+from notes_server.compat_2025.session import LegacyHandler
 from notes_server.config import HttpSettings, Settings
-from notes_server.legacy.session import LegacyHandler
 from notes_server.security.tokens import create_token
 from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
@@ -375,14 +375,14 @@ def test_on_embedded_sqlite_quick_requests_in_a_session_skip_the_worker_threads(
     """`tools/list` and `notes_read` (the requests the server marks as quick) run where the
     request is; a write, or a call whose workspace must first be looked up, in a worker."""
     threads: dict[str, str] = {}
-    dispatch = LegacyHandler.dispatch
+    start = LegacyHandler.start  # a request's first round: prepared, then through the core
 
     def watched(self: LegacyHandler, request: Any, *args: Any) -> Any:
         name = request.params.get("name", request.method)
         threads[name] = threading.current_thread().name
-        return dispatch(self, request, *args)
+        return start(self, request, *args)
 
-    monkeypatch.setattr(LegacyHandler, "dispatch", watched)
+    monkeypatch.setattr(LegacyHandler, "start", watched)
     alice.initialize()
     alice.result("tools/list")
     created = alice.result(
@@ -412,7 +412,7 @@ def test_expired_sessions_and_cancellations_are_swept_on_a_timer_without_new_ses
     clock: Clock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from notes_server.legacy import http_sessions
+    from notes_server.compat_2025 import http_sessions
 
     swept = threading.Event()
     real_sweep = SqlLegacySessions.sweep

@@ -8,27 +8,27 @@ Routing is per message (digest §12 item 2):
 - other requests without it are translated by that session, or refused with -32602 before one;
 - notifications are never answered; in a legacy session whose client declared `roots`,
   `notifications/initialized` and `.../roots/list_changed` make the server ask `roots/list`
-  at once (the answer narrows what the session may touch; `legacy.roots`); the wait for the
+  at once (the answer narrows what the session may touch; `compat_2025.roots`); the wait for the
   answer is bounded (`roots_wait_s`), then the question is cancelled and nothing is usable;
 - in a legacy session, a response to a server-initiated request we stopped waiting for is
   dropped silently (before one, a response is an invalid request, as in the stateless core).
 
 Frames that arrive while the session waits for the client's answer to a server-initiated
-request are queued (see `notes_server.legacy.channel`) and handled here, in order, before the
-next line is read.
+request are queued on the reader (`LineReader.deferred`; see `notes_server.compat_2025.channel`)
+and handed back by the transport, in order, before the next line is read, each through the
+transport's one guard.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
+from notes_server.compat_2025.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
+from notes_server.compat_2025.session import LegacyHandler, Outcome, start_session
+from notes_server.compat_2025.translate import NOT_INITIALIZED, is_modern, is_response
 from notes_server.errors import InvalidParams, McpError, to_wire
-from notes_server.legacy.channel import ClientChannel, RequestCancelled
-from notes_server.legacy.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
-from notes_server.legacy.session import LegacyHandler, Outcome, start_session
-from notes_server.legacy.translate import NOT_INITIALIZED, is_modern, is_response
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -45,7 +45,6 @@ from notes_server.transports.stdio import (
     LineWriter,
     Oversized,
     answer,
-    guarded,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ log = logging.getLogger("notes_server.legacy")
 
 class DualEraConnection:
     """The `Connection` that `notes-server serve` uses on stdio. `roots_wait_s` bounds the wait
-    for a client's `roots/list` answer (None: `legacy.roots.ROOTS_WAIT_S`)."""
+    for a client's `roots/list` answer (None: `compat_2025.roots.ROOTS_WAIT_S`)."""
 
     def __init__(
         self,
@@ -72,17 +71,12 @@ class DualEraConnection:
         self.roots_wait_s = ROOTS_WAIT_S if roots_wait_s is None else roots_wait_s
         self.principal = principal
         self.writer = writer
-        self.backlog: deque[Frame] = deque()
-        self.channel = ClientChannel(reader, writer, self.backlog)
+        self.channel = ClientChannel(reader, writer, reader.deferred)
         self.legacy: LegacyHandler | None = None
 
     def receive(self, frame: Frame) -> None:
-        self._reply_to(frame)
-        while self.backlog:
-            self._reply_to(self.backlog.popleft())
-
-    def _reply_to(self, frame: Frame) -> None:
-        reply = guarded(self._reply, frame)
+        """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
+        reply = self._reply(frame)
         if reply is not None:
             self.writer.write(reply)
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from notes_server.security.keyring import KeyRing
+from tests.compat_2025.legacy_support import NOTES, Legacy, LegacyClient
 from tests.helpers import ServerProcess
-from tests.legacy.legacy_support import NOTES, Legacy, LegacyClient
 
 
 @pytest.fixture

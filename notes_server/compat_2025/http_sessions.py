@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from notes_server.legacy.roots import ROOTS_WAIT_S, GrantLookup, Roots, dump_roots, load_roots
-from notes_server.legacy.session import LegacySession
+from notes_server.compat_2025.roots import ROOTS_WAIT_S, GrantLookup, Roots, dump_roots, load_roots
+from notes_server.compat_2025.session import LegacySession
 from notes_server.store.sessions import QuestionState, SessionRecord, SqlLegacySessions
 
 SESSION_TTL = timedelta(hours=24)

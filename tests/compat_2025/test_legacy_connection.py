@@ -16,10 +16,14 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from notes_server.app import SERVER_INFO, create_server
+from notes_server.compat_2025.connection import DualEraConnection
+from notes_server.compat_2025.session import MAX_ROUNDS
+from notes_server.compat_2025.translate import (
+    CONFIRMATION_EXPIRED,
+    NEEDS_ELICITATION,
+    TOO_MANY_ROUNDS,
+)
 from notes_server.config import Settings
-from notes_server.legacy.connection import DualEraConnection
-from notes_server.legacy.session import MAX_ROUNDS
-from notes_server.legacy.translate import CONFIRMATION_EXPIRED, NEEDS_ELICITATION, TOO_MANY_ROUNDS
 from notes_server.protocol.server import McpServer
 from notes_server.security.uri import canonical_workspace
 from notes_server.store import notes
@@ -29,7 +33,8 @@ from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
 from notes_server.tools.registry import ToolRegistry
 from notes_server.tools.services import Services, utc_now
 from notes_server.transports.stdio import serve_stdio
-from tests.legacy.legacy_support import NOTES
+from tests.compat_2025.legacy_support import NOTES
+from tests.transports.stdio_faults import Unencodable
 
 Message = dict[str, Any] | bytes
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -279,3 +284,39 @@ def test_before_a_legacy_session_a_response_is_an_invalid_request(server: McpSer
             },
         }
     ]
+
+
+# --- one guard, in the transport ------------------------------------------------------------
+
+
+def test_a_frame_that_fails_after_waiting_in_the_backlog_costs_only_that_frame() -> None:
+    """A request queued while the session waited for an answer, whose reply cannot be
+    encoded, is -32603 with its own id; the frames after it are still answered."""
+    asker = type("AsksOnce", (Asker,), {"finish_after": 1})()
+    tools = ToolRegistry([asker, Unencodable(None)])  # type: ignore[arg-type]
+    server = McpServer(tools, None, SERVER_INFO)  # type: ignore[arg-type]
+    unencodable = req(3, "tools/call", {"name": "test_unencodable", "arguments": {}})
+
+    out = run(
+        server,
+        init(),
+        call_asker(),
+        unencodable,
+        answer("s-1", {"action": "decline"}),
+        req(4, "ping"),
+    )
+
+    assert [(m.get("id"), m.get("method")) for m in out] == [
+        (1, None),
+        ("s-1", "elicitation/create"),
+        (2, None),
+        (3, None),
+        (4, None),
+    ]
+    assert out[2]["result"]["structuredContent"] == {"done": True}
+    assert out[3] == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32603, "message": "Internal error"},
+    }
+    assert out[4] == {"jsonrpc": "2.0", "id": 4, "result": {}}

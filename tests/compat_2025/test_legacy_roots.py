@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from notes_server.security.keyring import KeyRing
+from tests.compat_2025.legacy_support import NOTES, LegacyClient
 from tests.helpers import ServerProcess, workspace_refusal
-from tests.legacy.legacy_support import NOTES, LegacyClient
 
 SHARED = "file:///srv/shared"
 ROOTS_CLIENT: dict[str, Any] = {"elicitation": {}, "roots": {"listChanged": True}}

@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.services import Services
-from tests.legacy.legacy_support import NOTES, Legacy
+from tests.compat_2025.legacy_support import NOTES, Legacy
 
 WORK = "file:///home/alice/work"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

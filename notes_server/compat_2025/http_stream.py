@@ -19,7 +19,6 @@ answered cannot stop a retry already running in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import logging
@@ -30,28 +29,24 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from starlette.types import Message, Receive, Scope, Send
 
-from notes_server.legacy.roots import ROOTS_WAIT_S, Roots, roots_request
-from notes_server.legacy.rounds import (
-    MAX_ROUNDS,
-    URL_FIRST_POLL_S,
-    URL_MAX_POLL_S,
+from notes_server.compat_2025.roots import ROOTS_WAIT_S, Roots, roots_request
+from notes_server.compat_2025.rounds import (
     URL_WAIT_S,
+    Ask,
+    Dispatch,
+    Notify,
+    OpenPage,
     Outcome,
-    Question,
-    accepted_pages,
-    after_rounds,
-    completed_pages,
-    elicitation_complete,
-    needs_input,
-    page_not_completed,
-    questions,
-    retry_params,
-    still_on_page,
-    too_many_rounds,
+    Pause,
+    Step,
+    call_rounds,
+    drive_async,
 )
-from notes_server.legacy.session import LegacyHandler
-from notes_server.legacy.translate import input_response, is_response
+from notes_server.compat_2025.session import LegacyHandler
+from notes_server.compat_2025.translate import is_response
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
+from notes_server.protocol.meta import ClientMeta
+from notes_server.protocol.progress import Emit
 from notes_server.protocol.server import internal_error
 from notes_server.store.sessions import QuestionState
 from notes_server.transports.http_progress import Relay, sse_chunk
@@ -90,7 +85,7 @@ def _event(message: dict[str, Any]) -> Message:
 
 
 class QuestionStore(Protocol):
-    """Where questions wait for answers (`legacy.http.SessionStore` over the database)."""
+    """Where questions wait for answers (`compat_2025.http.SessionStore` over the database)."""
 
     def ask(self, key: str, question: str, client_key: str, wait_s: float) -> bool: ...
 
@@ -122,7 +117,9 @@ class Wakeups:
 
 
 class Conversation:
-    """The ASGI response for one legacy `tools/call` that needs the user's input."""
+    """The ASGI response for one legacy `tools/call` that needs the user's input. With
+    `required` (the first round's answer), `request` is the prepared one (`_meta` stamped) and
+    `meta` what was read from it; without, the first round runs here."""
 
     def __init__(
         self,
@@ -137,10 +134,12 @@ class Conversation:
         wait_limit: float,
         roots_wait: float = ROOTS_WAIT_S,
         quick_polls: bool = False,
+        meta: ClientMeta | None = None,
     ) -> None:
         self.handler = handler
         self.request = request
         self.required = required
+        self.meta = meta
         self.store = store
         self.session = session
         self.run = run
@@ -180,15 +179,14 @@ class Conversation:
         """`required` None: run the request itself here (after asking the client's roots
         when they are needed), so that its progress and questions share this stream."""
         request = self.request
-        result: dict[str, Any] | None = self.required
-        error: dict[str, Any] | None = None
-        if result is None:
+        first: Outcome = (self.required, None)
+        if self.required is None:
             if self.handler.roots_needed(request.method):
                 await self._learn_roots(send)
-            result, error = await self._dispatch(request, send)
+            request, first = await self._first_round(send)
         page = PageWait(self, request_key(self.request.id))
         try:
-            result, error = await self._rounds(request, result, error, page, send)
+            result, error = await self._rounds(request, first, page, send)
         finally:
             with anyio.CancelScope(shield=True):
                 await page.close()
@@ -197,76 +195,69 @@ class Conversation:
         await send(_body(self.request.id, self.handler.finish(self.request.method, result, error)))
 
     async def _rounds(
-        self,
-        request: Request,
-        result: dict[str, Any] | None,
-        error: dict[str, Any] | None,
-        page: PageWait,
-        send: Send,
+        self, request: Request, first: Outcome, page: PageWait, send: Send
     ) -> Outcome:
-        rounds = 0
-        answers: dict[str, Any] = {}
-        pages: dict[str, str] = {}  # URL elicitations the client accepted: url -> id
-        while needs_input(result):
-            assert result is not None
-            if still_on_page(result, pages):
-                if not await page.pause():  # the person is on the page (Ended: cancelled)
-                    result, error = page_not_completed()
-                    break
+        """The rounds loop (`rounds.call_rounds`) driven on this stream: questions go out as
+        events and wait for the answering POST, retries run in a worker thread."""
+
+        async def take(step: Step) -> Any:
+            if isinstance(step, Dispatch):
+                return await self._dispatch(step.request, send)
+            if isinstance(step, Ask):
+                return await self._ask(step.message, send)
+            if isinstance(step, Notify):
+                await send(_event(step.message))
+            elif isinstance(step, Pause):
+                await page.pause(step.seconds)
             else:
-                await self._announce(completed_pages(pages, result, None), send)
-                if rounds == MAX_ROUNDS:
-                    result, error = too_many_rounds()
-                    break
-                rounds += 1
-                asked, answers = await self._ask_all(result, send)
-                pages = accepted_pages(asked, answers)
-                if pages:
-                    await page.start()
-            params = retry_params(request.params, result, answers)
-            request = Request(request.id, request.method, params)
-            result, error = await self._dispatch(request, send)
-        else:
-            await self._announce(completed_pages(pages, result, error), send)
-            result, error = after_rounds(rounds, result, error)
-        return result, error
+                assert isinstance(step, OpenPage)
+                await page.open()
+            return None
 
-    async def _announce(self, completed: list[str], send: Send) -> None:
-        """`notifications/elicitation/complete` on this stream for each page completed."""
-        for elicitation_id in completed:
-            await send(_event(elicitation_complete(elicitation_id)))
+        rounds = call_rounds(
+            request,
+            first,
+            version=self.handler.session.version,
+            new_id=lambda: f"s-{secrets.token_hex(8)}",
+            page_wait_s=min(self.wait_limit, URL_WAIT_S),
+            clock=anyio.current_time,
+        )
+        return await drive_async(rounds, take)
 
-    async def _ask_all(
-        self, required: dict[str, Any], send: Send
-    ) -> tuple[list[Question], dict[str, Any]]:
-        answers: dict[str, Any] = {}
-        new_id = lambda: f"s-{secrets.token_hex(8)}"  # noqa: E731
-        asked = questions(self.handler.session.version, required, new_id)
-        for key, method, message in asked:
-            response = await self._ask(message, send)
-            answer = input_response(method, response)
-            if answer is not None:
-                answers[key] = answer
-        return asked, answers
+    async def _first_round(self, send: Send) -> tuple[Request, Outcome]:
+        """Prepare the request and run its first round in one worker-thread call (preparing
+        may read the grants); the prepared request is what the rounds retry."""
+        handler, request = self.handler, self.request
+        prepared, first = await self._in_thread(lambda emit: handler.start(request, emit), send)
+        self.meta = prepared.meta
+        return prepared.request, first
 
     async def _dispatch(self, request: Request, send: Send) -> Outcome:
-        """The request in a worker thread; its progress notifications go out as they come."""
+        """A retry through the core, with the `_meta` read in the first round."""
+        handler, meta = self.handler, self.meta
+        outcome: Outcome = await self._in_thread(
+            lambda emit: handler.dispatch(request, emit, meta), send
+        )
+        return outcome
+
+    async def _in_thread(self, work: Callable[[Emit], _T], send: Send) -> _T:
+        """`work(emit)` in a worker thread, after deleting the rows of the questions answered
+        so far (one hand-off for both); its progress notifications go out as they come."""
         relay = Relay()
-        dispatch = functools.partial(self.handler.dispatch, request, relay.emit)
 
-        def call() -> Outcome:
-            self._close_answered()  # one hand-off for both
-            return dispatch()
+        def call() -> _T:
+            self._close_answered()
+            return work(relay.emit)
 
-        work = asyncio.ensure_future(self.run(call))
+        future = asyncio.ensure_future(self.run(call))
 
         async def event(payload: bytes) -> None:
             await send(sse_chunk(payload))
 
         try:
-            return await relay.forward(work, event)
+            return await relay.forward(future, event)
         finally:
-            work.cancel()  # only when this stream is torn down; the thread finishes on its own
+            future.cancel()  # only when this stream is torn down; the thread finishes on its own
 
     async def _learn_roots(self, send: Send) -> None:
         """Ask `roots/list` on this stream; keep the answer for the session's later requests."""
@@ -341,23 +332,21 @@ class Conversation:
 class PageWait:
     """The wait while the person is on a page the client opened (URL mode): a row in the
     question store, so that `notifications/cancelled` on any worker or the end of the session
-    ends it, polled with backoff up to a deadline. The core is retried after each pause, on
-    this worker, so it sees the page's completion whichever worker served the page."""
+    ends it, polled after each pause (the loop keeps the deadline and the backoff). The core is
+    retried after each pause, on this worker, so it sees the page's completion whichever
+    worker served the page."""
 
     def __init__(self, conversation: Conversation, client_key: str) -> None:
         self.conversation = conversation
         self.client_key = client_key
         self.row = f"page-{secrets.token_hex(8)}"
         self.recorded = False
-        self.deadline = 0.0
-        self.delay = URL_FIRST_POLL_S
 
-    async def start(self) -> None:
-        """A page was just opened: the deadline and the backoff start over."""
+    async def open(self) -> None:
+        """A page was just opened: record the wait once. Raises Ended."""
         talk = self.conversation
-        limit = min(talk.wait_limit, URL_WAIT_S)
-        self.deadline, self.delay = anyio.current_time() + limit, URL_FIRST_POLL_S
         if not self.recorded:
+            limit = min(talk.wait_limit, URL_WAIT_S)
             asked = await talk.run(
                 lambda: talk.store.ask(talk.session, self.row, self.client_key, limit)
             )
@@ -365,18 +354,13 @@ class PageWait:
                 raise Ended
             self.recorded = True
 
-    async def pause(self) -> bool:
-        """Wait one backoff step; False once the deadline has passed. Raises Ended."""
+    async def pause(self, seconds: float) -> None:
+        """Wait one backoff step, then see whether the wait was ended. Raises Ended."""
         talk = self.conversation
-        remaining = self.deadline - anyio.current_time()
-        if remaining <= 0:
-            return False
-        await anyio.sleep(min(self.delay, remaining))
-        self.delay = min(self.delay * 2, URL_MAX_POLL_S)
+        await anyio.sleep(seconds)
         state = await talk.poll(self.row)
         if state is None or state.cancelled:
             raise Ended
-        return True
 
     async def close(self) -> None:
         if self.recorded:

@@ -8,12 +8,12 @@ goes to the stateless pipeline untouched (a session id on it is ignored). Otherw
 - later messages must carry that header: without it 400 (a request without `_meta` is told to
   send `_meta` or `initialize` first), unknown, expired or another principal's session 404;
   `MCP-Protocol-Version`, when sent, must be the negotiated version (400);
-- requests are translated by `legacy.session.LegacyHandler`; a `tools/call` that needs the
+- requests are translated by `compat_2025.session.LegacyHandler`; a `tools/call` that needs the
   user's input continues on an SSE stream (`http_stream`); notifications and the
   client's responses to our questions are accepted with 202;
 - a client that declared `roots` is asked `roots/list` on the SSE stream of its first request
   that depends on them (tools/call, resources/*), and again after `notifications/initialized`
-  or `.../roots/list_changed`; the answer is kept in the session row (`legacy.roots`);
+  or `.../roots/list_changed`; the answer is kept in the session row (`compat_2025.roots`);
 - `logging/setLevel` keeps the level in the session row; later `tools/call` and `prompts/get`
   requests carry it to the core and are answered on an SSE stream with their log messages;
 - `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
@@ -33,27 +33,27 @@ from typing import Any, TypeVar
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
-from notes_server.errors import InvalidParams, McpError, to_wire
-from notes_server.legacy.http_sessions import (
+from notes_server.compat_2025.http_sessions import (
     LegacyHttpOptions,
     SessionStore,
     session_hash,
 )
-from notes_server.legacy.http_stream import (
+from notes_server.compat_2025.http_stream import (
     MAX_ANSWER_BYTES,
     Conversation,
     Wakeups,
     request_key,
 )
-from notes_server.legacy.roots import ROOTS_CHANGED, declares_roots
-from notes_server.legacy.rounds import needs_input
-from notes_server.legacy.session import LegacyHandler, LegacySession, start_session
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.roots import ROOTS_CHANGED, declares_roots
+from notes_server.compat_2025.rounds import needs_input
+from notes_server.compat_2025.session import LegacyHandler, LegacySession, start_session
+from notes_server.compat_2025.translate import (
     LOGGED_METHODS,
     NOT_INITIALIZED,
     is_modern,
     is_response,
 )
+from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -63,6 +63,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.meta import ClientMeta
 from notes_server.protocol.progress import progress_token
 from notes_server.protocol.server import McpServer
 from notes_server.protocol.versions import LATEST
@@ -233,12 +234,12 @@ class LegacyHttp:
             return self._conversation(key, handler, request, None)
         if refused is None:
             if self._quick(request):  # cheaper than a hand-off, as on the modern path
-                result, error = handler.dispatch(request)
+                prepared, (result, error) = handler.start(request)
             else:
-                result, error = await self.run(lambda: handler.dispatch(request))
+                prepared, (result, error) = await self.run(lambda: handler.start(request))
             if request.method == "tools/call" and needs_input(result):
                 assert result is not None
-                return self._conversation(key, handler, request, result)
+                return self._conversation(key, handler, prepared.request, result, prepared.meta)
             refused = handler.finish(request.method, result, error)
         result, error = refused
         if error is not None:
@@ -272,11 +273,15 @@ class LegacyHttp:
         handler: LegacyHandler,
         request: Request,
         required: dict[str, Any] | None,
+        meta: ClientMeta | None = None,
     ) -> Conversation:
+        """The SSE answer: `required` None runs the first round on the stream, else the rounds
+        continue from it (`request` prepared, with the `meta` read from it)."""
         return Conversation(
             handler,
             request,
             required,
+            meta=meta,
             store=self.store,
             session=key,
             run=self.run,

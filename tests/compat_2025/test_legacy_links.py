@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.legacy.legacy_support import NOTES, Legacy
+from tests.compat_2025.legacy_support import NOTES, Legacy
 
 
 def structured(result: dict[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from notes_server.security.keyring import KeyRing
+from tests.compat_2025.legacy_support import NOTES
 from tests.helpers import default_db_url, subprocess_env
-from tests.legacy.legacy_support import NOTES
 
 mcp_stdio = pytest.importorskip("mcp.client.stdio")
 mcp_session = pytest.importorskip("mcp.client.session")

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from notes_server.legacy.translate import NEEDS_ELICITATION, NOT_INITIALIZED
+from notes_server.compat_2025.translate import NEEDS_ELICITATION, NOT_INITIALIZED
+from tests.compat_2025.legacy_support import NOTES, Legacy, LegacyClient
 from tests.helpers import make_request
-from tests.legacy.legacy_support import NOTES, Legacy, LegacyClient
 
 STRIPPED = {"resultType", "ttlMs", "cacheScope", "_meta"}
 TITLE = "TPS report"

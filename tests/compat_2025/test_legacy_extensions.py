@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from notes_server.app import create_server, notes_extension
+from notes_server.compat_2025.connection import DualEraConnection
 from notes_server.config import Settings
-from notes_server.legacy.connection import DualEraConnection
 from notes_server.protocol.server import McpServer
 from notes_server.tools.services import Services
 from notes_server.transports.stdio import serve_stdio

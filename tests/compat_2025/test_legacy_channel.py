@@ -15,8 +15,8 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from notes_server.legacy.channel import ClientChannel, Unanswered
-from notes_server.legacy.roots import roots_request
+from notes_server.compat_2025.channel import ClientChannel, Unanswered
+from notes_server.compat_2025.roots import roots_request
 from notes_server.transports.stdio import Frame, LineReader, LineWriter
 
 WAIT_S = 0.2

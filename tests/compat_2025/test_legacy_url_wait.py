@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 
-from notes_server.legacy.http_stream import Conversation, Wakeups
-from notes_server.legacy.rounds import PAGE_NOT_COMPLETED
-from notes_server.legacy.session import LegacySession
+from notes_server.compat_2025.http_stream import Conversation, Wakeups
+from notes_server.compat_2025.rounds import PAGE_NOT_COMPLETED
+from notes_server.compat_2025.session import LegacySession
 from notes_server.protocol.envelope import Request
 from notes_server.store.sessions import QuestionState
 
@@ -43,7 +43,9 @@ class Core:
     )
     retries: list[dict[str, Any]] = field(default_factory=list)
 
-    def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
+    def dispatch(
+        self, request: Request, emit: Any = None, meta: Any = None
+    ) -> tuple[dict[str, Any], None]:
         self.retries.append(request.params)
         if len(self.retries) <= self.pending:
             return url_required(PAGE, f"state-{len(self.retries)}"), None

@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 
-from notes_server.legacy import http_stream
-from notes_server.legacy.http_stream import WITHDRAWN, Conversation, Wakeups
-from notes_server.legacy.session import LegacySession
+from notes_server.compat_2025 import http_stream
+from notes_server.compat_2025.http_stream import WITHDRAWN, Conversation, Wakeups
+from notes_server.compat_2025.session import LegacySession
 from notes_server.protocol.envelope import Request
 from notes_server.store.sessions import QuestionState
 
@@ -38,7 +38,9 @@ class Core:
     )
     retries: list[dict[str, Any]] = field(default_factory=list)
 
-    def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
+    def dispatch(
+        self, request: Request, emit: Any = None, meta: Any = None
+    ) -> tuple[dict[str, Any], None]:
         self.retries.append(request.params)
         return DONE, None
 
@@ -193,7 +195,9 @@ def test_an_answered_question_is_forgotten_in_the_same_thread_call_as_the_retry(
     closed_at_retry: list[list[str]] = []
 
     class Watching(Core):
-        def dispatch(self, request: Request, emit: Any = None) -> tuple[dict[str, Any], None]:
+        def dispatch(
+            self, request: Request, emit: Any = None, meta: Any = None
+        ) -> tuple[dict[str, Any], None]:
             closed_at_retry.append(list(store.closed))
             return super().dispatch(request, emit)
 

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from typing import Any
 
-from notes_server.legacy.translate import is_modern, is_response
+from notes_server.compat_2025.translate import is_modern, is_response
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Request,

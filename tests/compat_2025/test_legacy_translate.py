@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from notes_server.errors import InvalidParams
-from notes_server.legacy.session import kept_client_info
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.session import kept_client_info
+from notes_server.compat_2025.translate import (
     CANCELLED,
     MAX_KEPT_CAPABILITIES_BYTES,
     initialize_result,
@@ -24,6 +23,7 @@ from notes_server.legacy.translate import (
     negotiate,
     server_request,
 )
+from notes_server.errors import InvalidParams
 
 VERSION = "io.modelcontextprotocol/protocolVersion"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

@@ -1,21 +1,20 @@
 """One 2025-11-25 session on a stdio connection: the handshake and the request bridge.
 
 Every legacy request is stamped with the `_meta` a modern client would have sent (capabilities
-from `initialize`) and dispatched through the same `McpServer`. A `tools/call` that answers
-`input_required` is turned into real server-initiated requests (`elicitation/create`, ...);
-the answers go back to the core as `inputResponses` with the sealed `requestState`, for at most
+from `initialize`), once per call (`prepare`), and dispatched through the same `McpServer`. A
+`tools/call` that answers `input_required` runs the rounds loop (`rounds.call_rounds`), here
+driven on the stdio channel: real server-initiated requests (`elicitation/create`, ...) whose
+answers go back to the core as `inputResponses` with the sealed `requestState`, for at most
 MAX_ROUNDS rounds. Results lose `resultType`, caching hints and `_meta` serverInfo.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from notes_server.errors import InvalidParams, MethodNotFound, to_wire
-from notes_server.legacy.channel import ClientChannel, RequestCancelled, Unanswered, dump
-from notes_server.legacy.roots import (
+from notes_server.compat_2025.channel import ClientChannel, RequestCancelled, Unanswered, dump
+from notes_server.compat_2025.roots import (
     NARROWED_METHODS,
     ROOTS_WAIT_S,
     GrantLookup,
@@ -28,30 +27,23 @@ from notes_server.legacy.roots import (
     roots_request,
     usable,
 )
-from notes_server.legacy.rounds import (
+from notes_server.compat_2025.rounds import (
     MAX_ROUNDS,
-    URL_FIRST_POLL_S,
-    URL_MAX_POLL_S,
-    URL_WAIT_S,
+    Ask,
+    Dispatch,
+    Notify,
+    OpenPage,
     Outcome,
-    Question,
-    accepted_pages,
-    after_rounds,
-    completed_pages,
-    elicitation_complete,
-    needs_input,
-    page_not_completed,
-    questions,
-    retry_params,
-    still_on_page,
-    too_many_rounds,
+    Pause,
+    Step,
+    call_rounds,
+    drive,
 )
-from notes_server.legacy.translate import (
+from notes_server.compat_2025.translate import (
     LEGACY_METHODS,
     LOGGED_METHODS,
     capability_refusal,
     initialize_result,
-    input_response,
     legacy_error,
     legacy_result,
     modern_capabilities,
@@ -60,8 +52,10 @@ from notes_server.legacy.translate import (
     negotiate,
     tool_error_result,
 )
+from notes_server.errors import InvalidParams, McpError, MethodNotFound, to_wire
 from notes_server.protocol.envelope import Request, RequestId
 from notes_server.protocol.log_messages import check_level
+from notes_server.protocol.meta import ClientMeta, read_meta
 from notes_server.protocol.progress import Emit, progress_sink
 
 if TYPE_CHECKING:
@@ -72,7 +66,14 @@ ROOTS_NOT_ANSWERED = "The server stopped waiting for the roots/list answer"
 
 log = logging.getLogger("notes_server.legacy")
 
-__all__ = ["MAX_ROUNDS", "LegacyHandler", "LegacySession", "Outcome", "start_session"]
+__all__ = [
+    "MAX_ROUNDS",
+    "LegacyHandler",
+    "LegacySession",
+    "Outcome",
+    "Prepared",
+    "start_session",
+]
 
 
 class LegacySession(NamedTuple):
@@ -86,6 +87,17 @@ class LegacySession(NamedTuple):
     roots_known: bool = False
     roots_generation: int = 0
     log_level: str | None = None  # `logging/setLevel`; None: no log messages
+
+
+class Prepared(NamedTuple):
+    """A legacy request as the core takes it, made once per call: `request` with the session's
+    `_meta` stamped (and a missing workspace filled in from the roots), `meta` read from it,
+    so the rounds of a `tools/call` neither stamp nor read it again. `refused` instead: the
+    request's answer without the core (no usable workspace, malformed `_meta`)."""
+
+    request: Request
+    meta: ClientMeta | None = None
+    refused: Outcome | None = None
 
 
 def start_session(params: dict[str, Any]) -> LegacySession:
@@ -128,7 +140,8 @@ def kept_client_info(client_info: object) -> dict[str, str] | None:
 
 class LegacyHandler:
     """Answers one session's requests; `channel` asks the client (stdio), None on HTTP, whose
-    transport asks on the SSE stream and uses `dispatch` and `finish` itself. `roots_wait_s`
+    transport asks on the SSE stream and uses `start`, `dispatch` and `finish` itself (with the
+    same rounds loop). `roots_wait_s`
     bounds the wait for a stdio client's `roots/list` answer."""
 
     def __init__(
@@ -195,7 +208,7 @@ class LegacyHandler:
 
     def initialize(self, request_id: RequestId) -> Outcome:
         """Answer `initialize` from the core's own `server/discover` result."""
-        result, error = self.dispatch(Request(request_id, "server/discover", {}))
+        result, error = self.call(Request(request_id, "server/discover", {}))
         if error is not None or result is None:
             return None, error
         info = self.session.client_info or {}
@@ -241,7 +254,7 @@ class LegacyHandler:
         if request.method == "tools/call":
             result, error = self._call_with_rounds(request)
         else:
-            result, error = self.dispatch(request)
+            result, error = self.call(request)
         return self.finish(request.method, result, error)
 
     def finish(self, method: str, result: dict[str, Any] | None, error: Any) -> Outcome:
@@ -256,27 +269,51 @@ class LegacyHandler:
             translated["tools"] = optional_workspace(translated["tools"])
         return translated, None
 
-    def dispatch(self, request: Request, emit: Emit | None = None) -> Outcome:
-        """The request through the core, stamped with the session's `_meta` and narrowed to
-        the client's roots (unknown roots of a client that declared them: nothing usable).
-        Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
+    def prepare(self, request: Request) -> Prepared:
+        """Stamp the session's `_meta` on the request and narrow it to the client's roots
+        (a `tools/call` without `workspaceUri` gets the one usable workspace, or a tool
+        error); read the stamped `_meta` as the core would, once for all rounds."""
         session = self.session
         level = session.log_level if request.method in LOGGED_METHODS else None
         params = modern_params(request.params, session.capabilities, session.client_info, level)
-        roots = self.narrowing()
         if request.method == "tools/call":
-            params, refused = self._default_workspace(params, roots)
+            params, refused = self._default_workspace(params, self.narrowing())
             if refused is not None:
-                return refused, None
+                return Prepared(request, refused=(refused, None))
+        try:
+            meta = read_meta(params)
+        except McpError as exc:  # the core's own answer to this `_meta`
+            return Prepared(request, refused=(None, to_wire(exc)))
+        return Prepared(Request(request.id, request.method, params), meta)
+
+    def dispatch(
+        self, request: Request, emit: Emit | None = None, meta: ClientMeta | None = None
+    ) -> Outcome:
+        """A prepared request (`prepare`) through the core, narrowed to the client's roots
+        (unknown roots of a client that declared them: nothing usable), with its `meta`.
+        Progress goes through `emit` (HTTP: the request's stream), else the stdio channel."""
         if emit is None and self.channel is not None:
             emit = self.channel.writer.write
         return self.server.handle_request(
-            Request(request.id, request.method, params),
+            request,
             self.principal,
-            roots=roots,
-            progress=progress_sink(params, emit),
+            roots=self.narrowing(),
+            progress=progress_sink(request.params, emit),
             notify=emit,
+            meta=meta,
         )
+
+    def start(self, request: Request, emit: Emit | None = None) -> tuple[Prepared, Outcome]:
+        """Prepare the request and run its first round: one call, so that HTTP hands both to
+        one worker thread."""
+        prepared = self.prepare(request)
+        if prepared.refused is not None:
+            return prepared, prepared.refused
+        return prepared, self.dispatch(prepared.request, emit, prepared.meta)
+
+    def call(self, request: Request) -> Outcome:
+        """A request answered in one round."""
+        return self.start(request)[1]
 
     def _default_workspace(
         self, params: dict[str, Any], roots: Roots | None
@@ -296,55 +333,33 @@ class LegacyHandler:
         return params, tool_error_result(missing_workspace(candidates, roots))
 
     def _call_with_rounds(self, request: Request) -> Outcome:
-        rounds = 0
-        answers: dict[str, Any] = {}
-        pages: dict[str, str] = {}  # URL elicitations the client accepted: url -> id
-        deadline = delay = 0.0
-        result, error = self.dispatch(request)
-        while result is not None and needs_input(result):
-            if still_on_page(result, pages):
-                # The person is on the page: retry with the same answers, backing off, while
-                # still listening to the client (its cancellation ends the call).
-                if time.monotonic() >= deadline:
-                    return page_not_completed()
-                assert self.channel is not None, "pages are only accepted through a channel"
-                self.channel.idle(max(0.0, min(delay, deadline - time.monotonic())), request.id)
-                delay = min(delay * 2, URL_MAX_POLL_S)
-            else:
-                self._announce(completed_pages(pages, result, None))
-                if rounds == MAX_ROUNDS:
-                    return too_many_rounds()
-                rounds += 1
-                asked, answers = self._ask_round(request, result)
-                pages = accepted_pages(asked, answers)
-                deadline, delay = time.monotonic() + URL_WAIT_S, URL_FIRST_POLL_S
-            params = retry_params(request.params, result, answers)
-            request = Request(request.id, request.method, params)
-            result, error = self.dispatch(request)
-        self._announce(completed_pages(pages, result, error))
-        return after_rounds(rounds, result, error)
-
-    def _announce(self, completed: list[str]) -> None:
-        """`notifications/elicitation/complete` for each page the person completed."""
-        for elicitation_id in completed:
-            assert self.channel is not None, "pages are only accepted through a channel"
-            self.channel.writer.write(dump(elicitation_complete(elicitation_id)))
-
-    def _ask_round(
-        self, request: Request, required: dict[str, Any]
-    ) -> tuple[list[Question], dict[str, Any]]:
-        """Ask the client every embedded input request; what was asked and the answers."""
+        """The rounds loop (`rounds.call_rounds`) driven on the stdio connection: each
+        question waits for the client's answer on stdin, a cancellation of the call ends it."""
+        prepared, first = self.start(request)
+        if prepared.refused is not None:
+            return first
         channel = self.channel
         assert channel is not None, "only a stdio session asks through a channel"
-        asked = questions(self.session.version, required, channel.new_id)
-        responses: dict[str, Any] = {}
-        for key, method, message in asked:
-            try:
-                response = channel.ask(message, request.id)
-            except RequestCancelled:
-                channel.cancel(message["id"], "The request was cancelled by the client")
-                raise
-            answer = input_response(method, response)
-            if answer is not None:
-                responses[key] = answer
-        return asked, responses
+        serving, meta = request.id, prepared.meta
+
+        def take(step: Step) -> Any:
+            if isinstance(step, Dispatch):
+                return self.dispatch(step.request, None, meta)
+            if isinstance(step, Ask):
+                try:
+                    return channel.ask(step.message, serving)
+                except RequestCancelled:
+                    channel.cancel(step.message["id"], "The request was cancelled by the client")
+                    raise
+            if isinstance(step, Notify):
+                channel.writer.write(dump(step.message))
+            elif isinstance(step, Pause):
+                channel.idle(step.seconds, serving)
+            else:
+                assert isinstance(step, OpenPage)  # the deadline is the loop's; nothing to keep
+            return None
+
+        rounds = call_rounds(
+            prepared.request, first, version=self.session.version, new_id=channel.new_id
+        )
+        return drive(rounds, take)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from notes_server.store import embedding
+from tests.compat_2025.legacy_support import NOTES, Legacy
 from tests.helpers import subprocess_env
-from tests.legacy.legacy_support import NOTES, Legacy
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
 
