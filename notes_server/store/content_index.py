@@ -11,6 +11,11 @@ its title key (a markdown link only by path); none or several: unresolved (targe
 A link never resolves across workspaces. When a note appears, changes title or path, moves or
 goes, the links that could name it (old and new keys) are resolved again, so a dangling link
 resolves by itself once its note exists, and an ambiguous one once only one candidate is left.
+
+Archive and restore re-resolve nothing, by choice: an archived note is still a note (it can be
+read, edited and linked to; only search leaves it out by default), and archiving changes
+neither its title nor its path, so links to and from it stay resolved, and it still counts as
+a candidate for its title.
 """
 
 from __future__ import annotations
