@@ -16,6 +16,15 @@ Archive and restore re-resolve nothing, by choice: an archived note is still a n
 read, edited and linked to; only search leaves it out by default), and archiving changes
 neither its title nor its path, so links to and from it stay resolved, and it still counts as
 a candidate for its title.
+
+Renames against concurrent writes (PostgreSQL; SQLite runs one write transaction at a time):
+a rename reads the notes linking to it and rewrites them, so a linking note must not change
+between the two, nor a new link by the old name resolve meanwhile. Every note write of a
+workspace first takes a shared transaction-scoped advisory lock on it (`writing`, before any
+row is touched), and a rename takes it exclusively (`renaming`, before it reads its linking
+notes): a write in flight finishes first and the rename then reads what it committed; a write
+arriving later waits, then finds the rewritten note at a new version (a conflict, which
+notes_edit re-applies) or resolves its links against the new name.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, text, update
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
@@ -88,6 +97,35 @@ _RETARGET = (
     .where(links.c.id == bindparam("link_id"))
     .values(target_id=bindparam("resolved_to"))
 )
+
+
+# The advisory locks of `writing` and `renaming`: (this key space, hashtext(workspace)). Two
+# int4 keys, a space apart from the single-bigint locks of nonces and migrations.
+LOCK_SPACE = 0x4C4E4B  # "LNK"
+_LOCKS = {
+    "postgresql": (
+        text("SELECT pg_advisory_xact_lock_shared(:space, hashtext(:workspace))"),
+        text("SELECT pg_advisory_xact_lock(:space, hashtext(:workspace))"),
+    )
+}
+
+
+def writing(conn: Connection, *workspaces: str) -> None:
+    """Before a note write in these workspaces (its first statement): wait for a rename in
+    them to commit. Shared: writes do not wait for each other. Sorted, so that two writes
+    taking two workspaces cannot deadlock."""
+    locks = _LOCKS.get(conn.dialect.name)
+    if locks is not None:
+        for workspace in sorted(set(workspaces)):
+            conn.execute(locks[0], {"space": LOCK_SPACE, "workspace": workspace})
+
+
+def renaming(conn: Connection, workspace: str) -> None:
+    """Before a rename reads the notes linking to it (the first lock of its transaction):
+    wait for the workspace's writes in flight, and hold later ones until it commits."""
+    locks = _LOCKS.get(conn.dialect.name)
+    if locks is not None:
+        conn.execute(locks[1], {"space": LOCK_SPACE, "workspace": workspace})
 
 
 _LINK_COLUMNS = (
