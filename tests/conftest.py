@@ -67,6 +67,7 @@ SLOW_MODULES = {
     "concurrency/test_delete_race.py": "processes racing on one database",
     "concurrency/test_first_start_race.py": "processes racing on a first start",
     "concurrency/test_edit_sections_race.py": "processes racing on one note",
+    "concurrency/test_rename_edit_race.py": "processes racing on a rename",
     "concurrency/test_pg_legacy_cross_instance.py": "several server processes",
     "concurrency/test_pg_migrate_race.py": "processes racing on a migration",
     "concurrency/test_pg_multi_instance.py": "several server processes",

@@ -11,15 +11,30 @@ its title key (a markdown link only by path); none or several: unresolved (targe
 A link never resolves across workspaces. When a note appears, changes title or path, moves or
 goes, the links that could name it (old and new keys) are resolved again, so a dangling link
 resolves by itself once its note exists, and an ambiguous one once only one candidate is left.
+
+Archive and restore re-resolve nothing, by choice: an archived note is still a note (it can be
+read, edited and linked to; only search leaves it out by default), and archiving changes
+neither its title nor its path, so links to and from it stay resolved, and it still counts as
+a candidate for its title.
+
+Renames against concurrent writes (PostgreSQL; SQLite runs one write transaction at a time):
+a rename reads the notes linking to it and rewrites them, so a linking note must not change
+between the two, nor a new link by the old name resolve meanwhile. Every note write of a
+workspace first takes a shared transaction-scoped advisory lock on it (`writing`, before any
+row is touched), and a rename takes it exclusively (`renaming`, before it reads its linking
+notes): a write in flight finishes first and the rename then reads what it committed; a write
+arriving later waits, then finds the rewritten note at a new version (a conflict, which
+notes_edit re-applies) or resolves its links against the new name.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, text, update
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
@@ -40,7 +55,27 @@ _DELETE_LINKS = DriverWrite(delete(links).where(links.c.note_id == bindparam("no
 _DELETE_TAGS = DriverWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
 _INSERT_LINK = insert(links)
 _INSERT_TAG = insert(tags)
+_DELETE_LINK = delete(links).where(links.c.id == bindparam("link_id"))
+_DELETE_TAG = delete(tags).where(
+    tags.c.note_id == bindparam("tag_note"), tags.c.tag_key == bindparam("key")
+)
 _EXTRA = DriverRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
+# A note's stored links as `LinkRow`s (after their ids) and its tags: what an edit compares.
+_STORED_LINKS = DriverRead(
+    select(
+        links.c.id,
+        links.c.position,
+        links.c.kind,
+        links.c.target,
+        links.c.heading,
+        links.c.path_key,
+        links.c.title_key,
+        links.c.context,
+    ).where(links.c.note_id == bindparam("note_id"))
+)
+_STORED_TAGS = DriverRead(
+    select(tags.c.tag_key, tags.c.tag).where(tags.c.note_id == bindparam("note_id"))
+)
 # The links that could name a note by one of two paths or two title keys (a note's old and
 # new ones; the same twice when there is one), each side through its own index.
 _WAITING = DriverRead(
@@ -62,6 +97,35 @@ _RETARGET = (
     .where(links.c.id == bindparam("link_id"))
     .values(target_id=bindparam("resolved_to"))
 )
+
+
+# The advisory locks of `writing` and `renaming`: (this key space, hashtext(workspace)). Two
+# int4 keys, a space apart from the single-bigint locks of nonces and migrations.
+LOCK_SPACE = 0x4C4E4B  # "LNK"
+_LOCKS = {
+    "postgresql": (
+        text("SELECT pg_advisory_xact_lock_shared(:space, hashtext(:workspace))"),
+        text("SELECT pg_advisory_xact_lock(:space, hashtext(:workspace))"),
+    )
+}
+
+
+def writing(conn: Connection, *workspaces: str) -> None:
+    """Before a note write in these workspaces (its first statement): wait for a rename in
+    them to commit. Shared: writes do not wait for each other. Sorted, so that two writes
+    taking two workspaces cannot deadlock."""
+    locks = _LOCKS.get(conn.dialect.name)
+    if locks is not None:
+        for workspace in sorted(set(workspaces)):
+            conn.execute(locks[0], {"space": LOCK_SPACE, "workspace": workspace})
+
+
+def renaming(conn: Connection, workspace: str) -> None:
+    """Before a rename reads the notes linking to it (the first lock of its transaction):
+    wait for the workspace's writes in flight, and hold later ones until it commits."""
+    locks = _LOCKS.get(conn.dialect.name)
+    if locks is not None:
+        conn.execute(locks[1], {"space": LOCK_SPACE, "workspace": workspace})
 
 
 _LINK_COLUMNS = (
@@ -151,7 +215,58 @@ def link_keys(source_path: str, link: Link) -> LinkKeys | None:
 
 def note_tags(body: str, extra: str) -> list[str]:
     """A note's tags: front matter first, then the body's, each once, as first written."""
-    return unique([*front_matter_tags(extra), *body_tags(body)])
+    return list(_note_tags(body, extra))
+
+
+@lru_cache(maxsize=8)
+def _note_tags(body: str, extra: str) -> tuple[str, ...]:
+    """Cached: a write indexes the tags, then its result shows them (the same body twice)."""
+    return tuple(unique([*front_matter_tags(extra), *body_tags(body)]))
+
+
+class LinkRow(NamedTuple):
+    """A link as `note_links` keeps it, resolution aside: what decides whether a stored row
+    still stands for the body (same place in the order, same text, same keys, same context)."""
+
+    position: int
+    kind: str
+    target: str
+    heading: str | None
+    path_key: str | None
+    title_key: str | None
+    context: str
+
+
+def _has_link_syntax(body: str) -> bool:
+    return "[[" in body or "](" in body
+
+
+@lru_cache(maxsize=8)
+def link_rows(body: str, source_path: str) -> tuple[LinkRow, ...]:
+    """The link rows of ``body`` in a note at ``source_path``. Cached: an edit compares the
+    rows of the body it replaces (most often the one the previous write indexed) with its own."""
+    if not _has_link_syntax(body):
+        return ()
+    rows = []
+    for position, link in enumerate(parse_links(body)):
+        keys = link_keys(source_path, link)
+        if keys is not None:
+            rows.append(
+                LinkRow(
+                    position,
+                    link.kind,
+                    link.target,
+                    link.heading[:500] if link.heading else None,
+                    keys.path_key,
+                    keys.title_key,
+                    context_of(body, link)[:400],
+                )
+            )
+    return tuple(rows)
+
+
+def _body_tags(body: str) -> tuple[str, ...]:
+    return () if "#" not in body else _note_tags(body, "")
 
 
 def index_note_content(
@@ -162,22 +277,34 @@ def index_note_content(
     previous: Indexed | None = None,
     new: bool = False,
 ) -> None:
-    """Rebuild the links and tags of ``note`` (as now stored), then resolve again the links
-    that could name it by its current or its ``previous`` path and title. ``extra``: its
-    front matter lines, read from the store when not given; ``new``: just inserted."""
-    if not new:
+    """Bring the links and tags of ``note`` (as now stored) up to date, then resolve again the
+    links that could name it by its current or its ``previous`` path and title. ``extra``: its
+    front matter lines (None: unchanged, read from the store if needed); ``new``: just
+    inserted, nothing indexed yet; ``previous``: the note as it was stored until this write.
+
+    Only what changed is written: the rows of the body the note had are what the index holds
+    (every write goes through here), so when its links or tags read the same as the new
+    body's (an edit away from them, or no link/tag syntax at all), their rows stay, and
+    otherwise only the rows that differ are deleted and inserted."""
+    if new:
+        _insert_links(conn, note, link_rows(note.body, note.path))
+        _insert_tags(conn, note, _note_tags(note.body, extra or ""))
+    elif previous is None or previous.workspace != note.workspace:
+        # Every row names the workspace: all of them go, and resolve again where they now are.
         _write(_DELETE_LINKS, conn, {"note_id": note.id})
         _write(_DELETE_TAGS, conn, {"note_id": note.id})
-    if extra is None:
-        found = _read(_EXTRA, conn, {"note_id": note.id})
-        extra = str(found[0][0]) if found else ""
-    _write_links(conn, note)
-    rows = [
-        {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
-        for tag in note_tags(note.body, extra)
-    ]
-    if rows:
-        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
+        if extra is None:
+            extra = _stored_extra(conn, note.id)
+        _insert_links(conn, note, link_rows(note.body, note.path))
+        _insert_tags(conn, note, _note_tags(note.body, extra))
+    else:
+        rows = link_rows(note.body, note.path)
+        if rows != link_rows(previous.body, previous.path):
+            _sync_links(conn, note, rows)
+        if extra is not None or _body_tags(note.body) != _body_tags(previous.body):
+            if extra is None:
+                extra = _stored_extra(conn, note.id)
+            _sync_tags(conn, note, _note_tags(note.body, extra))
     if previous is None:
         _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
     elif (previous.workspace, previous.path, previous.title) != (
@@ -200,15 +327,16 @@ def forget_note(conn: Connection, note: Indexed) -> None:
     _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
 
 
-def _write_links(conn: Connection, note: Indexed) -> None:
-    parsed = []
-    for position, link in enumerate(parse_links(note.body)):
-        keys = link_keys(note.path, link)
-        if keys is not None:
-            parsed.append((position, link, keys))
-    if not parsed:
+def _stored_extra(conn: Connection, note_id: str) -> str:
+    found = _read(_EXTRA, conn, {"note_id": note_id})
+    return str(found[0][0]) if found else ""
+
+
+def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> None:
+    """Insert ``rows`` as links of ``note``, each resolved in its workspace."""
+    if not rows:
         return
-    resolve = Resolver.load(conn, note.workspace, [keys for _, _, keys in parsed])
+    resolve = Resolver.load(conn, note.workspace, [LinkKeys(r.path_key, r.title_key) for r in rows])
     _insert(
         conn,
         _INSERT_LINK,
@@ -217,18 +345,53 @@ def _write_links(conn: Connection, note: Indexed) -> None:
             {
                 "workspace": note.workspace,
                 "note_id": note.id,
-                "position": position,
-                "kind": link.kind,
-                "target": link.target,
-                "heading": link.heading[:500] if link.heading else None,
-                "path_key": keys.path_key,
-                "title_key": keys.title_key,
-                "target_id": resolve(keys),
-                "context": context_of(note.body, link)[:400],
+                **row._asdict(),
+                "target_id": resolve(LinkKeys(row.path_key, row.title_key)),
             }
-            for position, link, keys in parsed
+            for row in rows
         ],
     )
+
+
+def _sync_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> None:
+    """Make the stored links of ``note`` (same workspace) read ``rows``: the rows that differ
+    go, the missing ones are inserted and resolved; an unchanged row keeps its resolution
+    (kept current by `_reresolve` as notes appear, go and change)."""
+    stored = {LinkRow(*row[1:]): row[0] for row in _read(_STORED_LINKS, conn, {"note_id": note.id})}
+    wanted = set(rows)
+    gone = [link_id for row, link_id in stored.items() if row not in wanted]
+    if gone and uses_driver(conn):
+        driver_connection(conn).executemany(
+            "DELETE FROM note_links WHERE id = ?", [(link_id,) for link_id in gone]
+        )
+    elif gone:
+        conn.execute(_DELETE_LINK, [{"link_id": link_id} for link_id in gone])
+    _insert_links(conn, note, [row for row in rows if row not in stored])
+
+
+def _insert_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
+    rows = [
+        {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
+        for tag in names
+    ]
+    if rows:
+        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
+
+
+def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
+    """Make the stored tags of ``note`` (same workspace) be ``names``: a tag that went, or is
+    now spelled another way, is deleted; a new or respelled one inserted."""
+    stored = {str(key): str(tag) for key, tag in _read(_STORED_TAGS, conn, {"note_id": note.id})}
+    wanted = {tag_key(tag): tag for tag in names}
+    gone = [key for key, tag in stored.items() if wanted.get(key) != tag]
+    if gone and uses_driver(conn):
+        driver_connection(conn).executemany(
+            "DELETE FROM note_tags WHERE note_id = ? AND tag_key = ?",
+            [(note.id, key) for key in gone],
+        )
+    elif gone:
+        conn.execute(_DELETE_TAG, [{"tag_note": note.id, "key": key} for key in gone])
+    _insert_tags(conn, note, [tag for key, tag in wanted.items() if stored.get(key) != tag])
 
 
 class Resolver:

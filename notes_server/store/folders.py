@@ -112,6 +112,7 @@ def replace_content(
 
 
 def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
+    content_index.writing(conn, note.workspace)
     result = conn.execute(
         delete(notes).where(notes.c.id == note.id, notes.c.version == note.version)
     )

@@ -21,7 +21,7 @@ from notes_server.markup.links import (
     rewrite,
     wiki_target_for,
 )
-from notes_server.store import notes
+from notes_server.store import content_index, notes
 from notes_server.store.content_index import link_keys
 from notes_server.store.keys import title_key
 from notes_server.store.links import linking_notes
@@ -32,7 +32,10 @@ REWRITE_TOOL = "link rewrite"  # the tool of a rewritten note's revision
 
 def sources_of(conn: Connection, note: NoteRecord) -> list[NoteRecord]:
     """The notes whose links resolve to ``note`` now: read BEFORE it is renamed or moved (after
-    that, links by the old name no longer resolve to it)."""
+    that, links by the old name no longer resolve to it), and before the transaction writes
+    anything: first the workspace's rename lock, so that no write of the workspace changes
+    them until the rename commits (`content_index.renaming`)."""
+    content_index.renaming(conn, note.workspace)
     return linking_notes(conn, note)
 
 

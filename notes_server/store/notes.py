@@ -266,6 +266,7 @@ def insert_row(
         "changed_by": None if author is None else author.principal,
         "changed_tool": None if author is None else author.tool,
     }
+    content_index.writing(conn, workspace)
     try:
         with conn.begin_nested():
             conn.execute(insert(notes).values(**values))
@@ -360,6 +361,7 @@ class CoreNotes(CoreRun):
         extra: str | None = None,
         **fields: Any,
     ) -> NoteRecord | None:
+        content_index.writing(conn, note.workspace, fields.get("workspace", note.workspace))
         # The version being replaced goes into the history first, in this transaction; if the
         # row is no longer at note.version (or a racing writer kept it), nothing is written.
         if not history.keep_revision(conn, note.id, note.version, now):
@@ -390,6 +392,7 @@ class CoreNotes(CoreRun):
         return updated
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool:
+        content_index.writing(conn, note.workspace)
         if self._rowcount(_DELETE, conn, {"note_id": note.id, "version": note.version}) != 1:
             return False
         content_index.forget_note(conn, note)

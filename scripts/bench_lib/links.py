@@ -2,9 +2,11 @@
 scale, and a rename that rewrites many backlinks.
 
 The peer of a write is the same write in the same process with the index hook switched off
-(`content_index.index_note_content` and `forget_note` replaced by no-ops): today's write,
-alternated with the new one call by call, so both see the same machine. Figures are CPU time
-of the worker (the whole server runs in it), so a loaded machine does not count its waits.
+(`content_index.index_note_content` and `forget_note` replaced by no-ops), alternated with the
+new one call by call, so both see the same machine. An update has a second peer, the write as
+it was before issue 22: neither the index nor the revision (`history.keep_revision` a no-op).
+Figures are CPU time of the worker (the whole server runs in it), so a loaded machine does not
+count its waits. NOTES 0: the writes only.
 Runs in a worker process of its own (`python scripts/bench_lib/links.py WORKDIR NOTES LINKS
 CALLS OUT`), on the notes-server under test (`--ours-src` applies).
 """
@@ -50,7 +52,13 @@ def run(results: Results, workdir: Path, *, notes: int, links: int, calls: int) 
         ("notes_create with 3 links and 2 tags, p50", "create_links"),
         ("notes_create without links or tags, p50", "create_plain"),
         ("notes_update of the body with 3 links and 2 tags, p50", "update_links"),
+        ("notes_update ... against no index and no revision, p50", "update_bare"),
     ):
+        peer_note = (
+            "peer: the same write, neither index nor revision (before issue 22)"
+            if key == "update_bare"
+            else "peer: the same write, index hook off"
+        )
         results.row(
             Row(
                 section,
@@ -59,9 +67,10 @@ def run(results: Results, workdir: Path, *, notes: int, links: int, calls: int) 
                 False,
                 Measure(trials=[data[key]["on"]]),
                 Measure(trials=[data[key]["off"]]),
-                target="<= 1.15x the write without the index",
+                target="<= 1.15x the write without the index"
+                + (" or the revision" if key == "update_bare" else ""),
                 target_factor=1 / 1.15,
-                note="peer: the same write, index hook off",
+                note=peer_note,
             )
         )
     results.checks.append(
@@ -92,7 +101,7 @@ def _worker(workdir: Path, notes: int, links: int, calls: int, out: Path) -> Non
     from notes_server.app import create_server
     from notes_server.config import Settings
     from notes_server.security.keyring import KeyRing
-    from notes_server.store import content_index, grants, migrate
+    from notes_server.store import content_index, grants, history, migrate
     from notes_server.store import notes as notes_store
     from notes_server.store.engine import make_engine, write_tx
     from notes_server.tools.services import Services, utc_now
@@ -128,11 +137,13 @@ def _worker(workdir: Path, notes: int, links: int, calls: int, out: Path) -> Non
         return dict(reply["result"]["structuredContent"])
 
     real = (content_index.index_note_content, content_index.forget_note)
+    keep = history.keep_revision
 
-    def hook(on: bool) -> None:
+    def hook(on: bool, *, revisions: bool = True) -> None:
         index, forget = real if on else (lambda *a, **k: None, lambda *a, **k: None)
         notes_store.content_index.index_note_content = index  # type: ignore[assignment]
         notes_store.content_index.forget_note = forget  # type: ignore[assignment]
+        history.keep_revision = keep if revisions else lambda *a, **k: True  # type: ignore[assignment]
 
     def timed(name: str, arguments: dict[str, Any]) -> float:
         """CPU milliseconds of one call (this process is the whole server: on a shared,
@@ -152,15 +163,23 @@ def _worker(workdir: Path, notes: int, links: int, calls: int, out: Path) -> Non
                 )
         result[key] = {s: statistics.median(v) for s, v in samples.items()}
     hook(True)
-    targets = [call("notes_create", {"title": f"u{i}", "body": PLAIN})["note"] for i in range(2)]
-    samples = {"on": [], "off": []}
+    states = ("on", "off", "bare")
+    targets = [call("notes_create", {"title": f"u{i}", "body": PLAIN})["note"] for i in range(3)]
+    samples = {state: [] for state in states}
     for i in range(calls):
-        for state, note in zip(("on", "off"), targets, strict=True):
-            hook(state == "on")
+        order = list(zip(states, targets, strict=True))
+        for state, note in order[i % 3 :] + order[: i % 3]:  # each state first in turn
+            hook(state == "on", revisions=state != "bare")
             body = WITH_LINKS + f" edit {i}"
             samples[state].append(timed("notes_update", {"noteId": note["id"], "body": body}))
-    result["update_links"] = {s: statistics.median(v) for s, v in samples.items()}
+    medians = {s: statistics.median(v) for s, v in samples.items()}
+    result["update_links"] = {"on": medians["on"], "off": medians["off"]}
+    result["update_bare"] = {"on": medians["on"], "off": medians["bare"]}
     hook(True)
+    if notes == 0:  # the writes only (a quick before/after comparison)
+        engine.dispose()
+        out.write_text(json.dumps(result))
+        return
 
     # notes_links at scale: `notes` notes, each linking to `links` others by title.
     rng = random.Random(22)

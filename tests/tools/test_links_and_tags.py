@@ -158,6 +158,42 @@ def test_an_ambiguous_title_stays_unresolved_until_one_candidate_is_left(alice: 
     assert alice.links(alice.create("By path", "[[one.md]]"))["outgoing"][0]["id"] == first["id"]
 
 
+def test_an_archived_note_is_still_a_note_its_links_hold_through_archive_and_restore(
+    alice: Client, migrated_engine: Engine
+) -> None:
+    # The choice (store/content_index.py): archiving changes neither a note's title nor its
+    # path, and an archived note can still be read, so links to and from it stay resolved
+    # and it still counts as a candidate for its title.
+    from notes_server.store import notes
+    from notes_server.store.engine import write_tx
+
+    target = alice.create("Archived Plan", "[[Source]] #kept")
+    source = alice.create("Source", "see [[Archived Plan]]")
+    with write_tx(migrated_engine) as conn:  # what notes_archive applies once confirmed
+        record = notes.get_note(conn, NOTES, target["id"])
+        assert record is not None
+        now = record.updated_at
+        assert notes.update_fields(conn, record, now=now, archived=True, archived_at=now)
+    assert alice.links(source)["outgoing"][0] == {
+        "text": "Archived Plan",
+        "kind": "wiki",
+        "resolved": True,
+        **ref(target),
+    }
+    assert alice.links(target)["counts"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}
+    twin = alice.create("Archived Plan", path="twin.md")  # two notes with that title now
+    assert alice.links(source)["counts"]["unresolved"] == 1  # ambiguous: archived or not
+    with write_tx(migrated_engine) as conn:
+        twin_record = notes.get_note(conn, NOTES, twin["id"])
+        assert twin_record is not None and notes.delete_note(conn, twin_record)
+
+    assert alice("notes_restore", noteId=target["id"])["note"]["archived"] is False
+
+    assert alice.read(target)["links"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}
+    assert alice.links(source)["outgoing"][0]["resolved"] is True
+    assert alice.links(target)["incoming"][0]["id"] == source["id"]
+
+
 def test_a_rename_rewrites_the_links_of_every_linking_note_in_one_call(alice: Client) -> None:
     target = alice.create("Old Name", path="old.md")
     sources = [
