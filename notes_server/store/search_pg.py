@@ -5,7 +5,8 @@ Words are prefix terms (`'word':*`), a title match the same term restricted to w
 title's weight in the vector); the phrase is the words joined by `<->`. Substrings are
 `LIKE '%...%'` on the title and the body, which the trigram indexes answer for three
 characters or more. The scope filter (workspace, archived) is a plain WHERE beside the match,
-so only the scope's notes are candidates.
+so only the scope's notes are candidates. The statement groups them by which terms each holds
+(`search_rank.Group`: mask, count, seqs), so the ranking in Python works per group.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 
 from notes_server.store.models import SEARCH_VECTOR
+from notes_server.store.search_rank import mask_bits
 from notes_server.store.search_terms import Query
 
 _VECTOR = f"n.{SEARCH_VECTOR}"
@@ -25,7 +27,8 @@ def _ts(name: str) -> str:
 
 
 def candidate_statement(query: Query, include_archived: bool) -> tuple[TextClause, dict[str, Any]]:
-    """The statement and its values (all but :workspace) for this query."""
+    """The statement and its values (all but :workspace) for this query: one row per group
+    (mask, count, the seqs as an array)."""
     params: dict[str, Any] = {}
     held, titled, anyof = [], [], []
     content = set(query.content)
@@ -48,8 +51,14 @@ def candidate_statement(query: Query, include_archived: bool) -> tuple[TextClaus
     else:
         phrase = "false"
     live = "" if include_archived else " AND n.archived = false"
+    held_bits, title_bits, phrase_bit = mask_bits(len(query.terms))
+    flags = [*zip(held, held_bits, strict=True), *zip(titled, title_bits, strict=True)]
+    flags.append((phrase, phrase_bit))
+    mask = " + ".join(f"CASE WHEN {c} THEN {bit}::bigint ELSE 0 END" for c, bit in flags)
     sql = (
-        f"SELECT n.seq, {', '.join(held)}, {', '.join(titled)}, {phrase} FROM notes AS n "
+        "SELECT mask, count(*), array_agg(seq) FROM ("
+        f"SELECT n.seq AS seq, {mask} AS mask FROM notes AS n "
         f"WHERE n.workspace = :workspace{live} AND ({' OR '.join(anyof)})"
+        ") AS flagged GROUP BY mask"
     )
     return text(sql), params

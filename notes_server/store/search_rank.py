@@ -1,23 +1,29 @@
 """Ranking keyword candidates, and the passage (snippet and section) a hit shows.
 
-The backends only say, for each note of the scope that holds at least one content term, which
-terms it holds (anywhere, and in the title) and whether it holds the exact phrase; the ranking
-is computed here, the same on both, from statistics of the scope alone (how many notes of the
-scope there are and how many hold each term). Nothing outside the caller's scope can change a
-score or an order.
+The backends only say, for the notes of the scope that hold at least one content term, which
+terms each holds (anywhere, and in the title) and whether it holds the exact phrase, as one
+bit mask per note (`mask_bits`), grouped: one `Group` per distinct mask, with how many notes
+have it and their seqs. The ranking is computed here, the same on both, from statistics of the
+scope alone (how many notes of the scope there are and how many hold each term). Nothing
+outside the caller's scope can change a score or an order.
 
 Order: the exact phrase first, then more content terms matched, then more stop words
 matched, then the BM25 weight of the matched terms (inverse document frequency within the
 scope, a title match counting twice; term frequency is not used, i.e. BM25 with k1 = 0), then
 the oldest note. The score is one number with that order: tier + weight / (1 + weight), the
 tier an integer and the second part below 1.
+
+Notes with the same mask have the same score, so the work here is per mask, not per note: the
+masks are scored and ordered, and only the seqs of the groups that reach the page asked for
+are read and sorted (`rank(..., keep=offset + limit)`). The page is exact, and so is every
+page after it: no note is left out or reordered by a bound.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from notes_server.store.search_terms import Query, fold
@@ -26,13 +32,23 @@ STOP_WEIGHT = 0.1
 TITLE_WEIGHT = 1.0
 
 
-class Candidate(NamedTuple):
-    seq: int
-    # One flag per term of the query, in order: the note holds it (title or body); the title
-    # holds it.
-    held: tuple[bool, ...]
-    in_title: tuple[bool, ...]
-    phrase: bool
+def mask_bits(count: int) -> tuple[list[int], list[int], int]:
+    """The bit of each term's "held" flag, of each term's "in the title" flag, and of the
+    phrase flag, for a query of `count` terms (at most 16: 33 bits, a 64-bit integer)."""
+    return (
+        [1 << i for i in range(count)],
+        [1 << (count + i) for i in range(count)],
+        1 << (2 * count),
+    )
+
+
+class Group(NamedTuple):
+    """The scope's notes holding exactly this combination of terms (a `mask_bits` mask)."""
+
+    mask: int
+    size: int
+    # The seqs, in any order, read only when the group reaches the page.
+    seqs: Callable[[], list[int]]
 
 
 class Ranked(NamedTuple):
@@ -40,35 +56,51 @@ class Ranked(NamedTuple):
     score: float
 
 
-def rank(query: Query, candidates: Sequence[Candidate], total: int) -> list[Ranked]:
-    """Every candidate, best first (ties by seq): `total` is the number of notes in scope."""
+def rank(
+    query: Query,
+    groups: Sequence[Group],
+    total: int,
+    *,
+    keep: int | None = None,
+    allowed: Collection[int] | None = None,
+) -> list[Ranked]:
+    """The candidates best first (ties by seq): `total` is the number of notes in scope. With
+    `keep`, only the first `keep` (whole groups are scored, so those are exactly the first
+    `keep` of the full list); with `allowed`, only those seqs (the statistics stay the
+    scope's)."""
     count = len(query.terms)
-    held_by = [0] * count
-    for cand in candidates:
-        for i, flag in enumerate(cand.held):
-            held_by[i] += flag
-    total = max(total, len(candidates))
+    held_bits, title_bits, phrase_bit = mask_bits(count)
+    held_by = [sum(g.size for g in groups if g.mask & bit) for bit in held_bits]
+    total = max(total, sum(g.size for g in groups))
     weights = []
     for i, term in enumerate(query.terms):
         df = held_by[i]
         idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
         weights.append(idf * (STOP_WEIGHT if term.stop else 1.0))
     content = set(query.content)
-    ranked = []
-    for cand in candidates:
-        matched_content = sum(1 for i in content if cand.held[i])
+    by_score: dict[float, list[Group]] = {}
+    for group in groups:
+        held = [bool(group.mask & bit) for bit in held_bits]
+        matched_content = sum(1 for i in content if held[i])
         if not matched_content:
             continue
-        matched_other = sum(1 for i in range(count) if i not in content and cand.held[i])
+        matched_other = sum(1 for i in range(count) if i not in content and held[i])
         weight = sum(
-            weights[i] * (1.0 + TITLE_WEIGHT * cand.in_title[i])
+            weights[i] * (1.0 + TITLE_WEIGHT * bool(group.mask & title_bits[i]))
             for i in range(count)
-            if cand.held[i]
+            if held[i]
         )
-        tier = 1000 * cand.phrase + 20 * matched_content + matched_other
-        ranked.append(Ranked(cand.seq, round(tier + weight / (1.0 + weight), 9)))
-    ranked.sort(key=lambda r: (-r.score, r.seq))
-    return ranked
+        tier = 1000 * bool(group.mask & phrase_bit) + 20 * matched_content + matched_other
+        by_score.setdefault(round(tier + weight / (1.0 + weight), 9), []).append(group)
+    ranked: list[Ranked] = []
+    for score in sorted(by_score, reverse=True):
+        if keep is not None and len(ranked) >= keep:
+            break
+        seqs = sorted(seq for group in by_score[score] for seq in group.seqs())
+        if allowed is not None:
+            seqs = [seq for seq in seqs if seq in allowed]
+        ranked.extend(Ranked(seq, score) for seq in seqs)
+    return ranked if keep is None else ranked[:keep]
 
 
 def complete(query: Query, ranked: Ranked) -> bool:
@@ -120,20 +152,27 @@ def passages(body: str, max_chars: int = 1200) -> list[Passage]:
 
 
 def _marks(text: str, query: Query) -> list[tuple[int, int]]:
-    """Spans of `text` that match a term: word-prefix matches (folded) and substrings."""
+    """Spans of `text` that match a term: word-prefix matches (folded) and substrings; only
+    those that can fall in the window around the first match (`_window` drops the rest)."""
     spans: list[tuple[int, int]] = []
-    prefixes = [fold(t.text) for t in query.terms if not t.substring]
+    prefixes = tuple(fold(t.text) for t in query.terms if not t.substring)
     subs = [t.text for t in query.terms if t.substring]
-    if prefixes:
-        for m in _TOKEN.finditer(text):
-            folded = fold(m.group())
-            if any(folded.startswith(p) for p in prefixes):
-                spans.append((m.start(), m.end()))
     for sub in subs:
         start = text.find(sub)
         while start >= 0:
             spans.append((start, start + len(sub)))
             start = text.find(sub, start + 1)
+    if prefixes:
+        limit = min(spans)[0] + SNIPPET_CHARS if spans else len(text)
+        for m in _TOKEN.finditer(text):
+            if m.start() > limit:
+                break
+            word = m.group()
+            # ASCII folds to its lower case: no need for the Unicode decomposition.
+            if (word.lower() if word.isascii() else fold(word)).startswith(prefixes):
+                if m.start() + SNIPPET_CHARS < limit:
+                    limit = m.start() + SNIPPET_CHARS
+                spans.append((m.start(), m.end()))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
