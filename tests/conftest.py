@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ hypothesis_settings.load_profile("notes-server")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Started in the background (`cmd &`, nohup), pytest inherits SIGINT ignored, and so would
+    # every process a test starts: the Ctrl-C tests would wait forever for a reaction. A handled
+    # signal resets to the default across exec, an ignored one does not.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     stale = sorted(name for name in SLOW_MODULES if not (_TESTS / name).is_file())
     if stale:
         raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {stale}")
