@@ -15,10 +15,10 @@ the test suite uses to run the portable code on SQLite).
 from __future__ import annotations
 
 import random
-import threading
-import weakref
 import sqlite3
+import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from sqlalchemy import Engine
 
 from notes_server.config import Settings
