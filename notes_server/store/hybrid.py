@@ -25,7 +25,12 @@ class FusedHit(NamedTuple):
 
 
 def fuse(
-    keyword: list[int], semantic_: list[int], pinned: int = 0, *, semantic_weight: float = 1.0
+    keyword: list[int],
+    semantic_: list[int],
+    pinned: int = 0,
+    *,
+    semantic_weight: float = 1.0,
+    k: int = RRF_K,
 ) -> list[tuple[int, float, tuple[str, ...]]]:
     """(seq, fused score, signals) best first, from two ranked lists of seqs. The first
     `pinned` keyword hits (the exact phrase or every word) stay first, in keyword order, their
@@ -37,7 +42,7 @@ def fuse(
         ("semantic", semantic_, semantic_weight),
     ):
         for rank, seq in enumerate(ranked, start=1):
-            scores[seq] = scores.get(seq, 0.0) + weight / (RRF_K + rank)
+            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
             signals.setdefault(seq, []).append(name)
     top = {seq: i for i, seq in enumerate(keyword[:pinned])}
     fused = [
