@@ -48,10 +48,8 @@ def measure(notes: int, query_count: int = 200) -> dict[str, float]:
         server = StdioServer(ours_cmd(str(path)), Path(tmp) / "serve.log", env=env)
         try:
             for mode in ("keyword", "hybrid", "keyword", "hybrid"):  # the first pair warms up
-                payloads = [
-                    tool_call(i, "notes_search", {"workspaceUri": WORKSPACE, "query": q, "mode": mode})
-                    for i, q in enumerate(texts)
-                ]  # fmt: skip
+                arguments = [{"workspaceUri": WORKSPACE, "query": q, "mode": mode} for q in texts]
+                payloads = [tool_call(i, "notes_search", a) for i, a in enumerate(arguments)]
                 outcome = client.lockstep(server, payloads, seconds=600, max_count=len(payloads))
                 lat_ms = [x / 1000 for x in outcome.latencies_us]
                 out[f"{mode}_p50_ms"] = percentile(lat_ms, 50)

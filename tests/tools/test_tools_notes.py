@@ -630,7 +630,7 @@ def test_a_denied_write_changes_nothing(call_tool: Call, grant: Grant, notes_ws:
         "lone-surrogates",
         "only-a-surrogate",
         "at-the-length-limit",
-    ],  # fmt: skip
+    ],
 )
 @pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
 def test_hostile_queries_answer_a_result_in_every_offered_mode(
