@@ -616,8 +616,6 @@ def test_a_denied_write_changes_nothing(call_tool: Call, grant: Grant, notes_ws:
         "🎉 plan 🎉",
         "预算",
         "' <-> :* & |",
-        "\ud800 plan \udfff",
-        "\udfff",
         "x" * 500,
     ],
     ids=[
@@ -627,8 +625,6 @@ def test_a_denied_write_changes_nothing(call_tool: Call, grant: Grant, notes_ws:
         "emoji",
         "cjk",
         "tsquery-syntax",
-        "lone-surrogates",
-        "only-a-surrogate",
         "at-the-length-limit",
     ],
 )
@@ -648,6 +644,21 @@ def test_hostile_queries_answer_a_result_in_every_offered_mode(
     else:
         assert reply["error"]["code"] == -32602
         assert "not offered" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("query", ["\ud800 plan \udfff", "\udfff"], ids=["in-words", "alone"])
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
+def test_a_query_with_a_lone_surrogate_is_invalid_params_in_every_mode(
+    call_tool: Call, notes_ws: str, query: str, mode: str | None
+) -> None:
+    arguments = {"workspaceUri": NOTES, "query": query}
+    if mode is not None:
+        arguments["mode"] = mode
+    reply = call_tool("notes_search", arguments)
+    assert reply["error"] == {
+        "code": -32602,
+        "message": "Invalid params: arguments.query contains an unpaired surrogate",
+    }
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
