@@ -187,9 +187,7 @@ def _strategies() -> dict[str, Strategy]:
     def server(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
         return [f[0] for f in hybrid.fuse_ranked(kw, sem, pinned)]
 
-    def rrf(
-        weight: float, gate: float = 0.0, floor: float = 0.0, k: int = hybrid.RRF_K
-    ) -> Strategy:
+    def rrf(weight: float, gate: float = 0.0, floor: float = 0.0, k: int = 60) -> Strategy:
         def run(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
             kept = [s for s, sim in sem if sim >= floor]
             if not sem or sem[0][1] < gate:
@@ -200,15 +198,18 @@ def _strategies() -> dict[str, Strategy]:
         return run
 
     def unpinned(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
-        return [f[0] for f in hybrid.fuse(kw, [s for s, _ in sem], 0)]
+        return [f[0] for f in hybrid.fuse(kw, [s for s, _ in sem], 0, k=60)]
 
     out: dict[str, Strategy] = {"hybrid": server, "rrf k=60 unpinned": unpinned}
-    for weight in (0.5, 1.0, 1.5, 2.0, 3.0):
+    for weight in (0.5, 1.0, 1.5, 2.0, 3.0):  # k=60 unless named
         out[f"rrf semantic x{weight}"] = rrf(weight)
     for floor in (0.0, 0.2, 0.35, 0.5):
         out[f"rrf floor {floor}"] = rrf(1.0, floor=floor)
     for gate in (0.4, 0.5, 0.6):
         out[f"rrf gate top>={gate}"] = rrf(1.0, gate=gate)
+    out["rrf k=10 unpinned"] = lambda kw, sem, p: [
+        f[0] for f in hybrid.fuse(kw, [s for s, _ in sem], 0, k=10)
+    ]
     for k in (10, 30):
         out[f"rrf k={k}"] = rrf(1.0, k=k)
         out[f"rrf k={k} floor 0.5"] = rrf(1.0, k=k, floor=0.5)
