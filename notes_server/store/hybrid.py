@@ -18,9 +18,9 @@ from notes_server.store.search_terms import parse
 
 # Measured on the retrieval eval (scripts/bench_lib/retrieval.py, man pages, both halves of the
 # queries): k=10 found more by description than the usual 60 (test half recall@10 0.688
-# against 0.679, MRR 0.450 against 0.441; dev 0.699 against 0.688) and kept exact titles where
+# against 0.679, MRR 0.448 against 0.441; dev 0.699 against 0.688) and kept exact titles where
 # keyword search has them. A semantic weight, a similarity floor or a confidence gate did not
-# beat it on both halves.
+# beat it on both halves (BENCHMARKS.md).
 RRF_K = 10
 
 
