@@ -226,7 +226,23 @@ def create_http_app(
         extra_routes=routes,
         legacy=legacy_http(server, http, services),
         health=schema_check(services),
+        background=indexer_starter(services),
     )
+
+
+def indexer_starter(services: Services) -> Callable[[], Callable[[], None]] | None:
+    """With semantic search, what starts this process's background indexer (each HTTP worker
+    runs one: their claims never overlap, see store.semantic) and returns what stops it."""
+    if not services.semantic_available():
+        return None
+
+    def start() -> Callable[[], None]:
+        from notes_server.store.indexer import start_background
+
+        poll = services.settings.index_poll_s
+        return start_background(services.engine, services.embedder(), poll).stop
+
+    return start
 
 
 def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:

@@ -200,7 +200,7 @@ def _warm_up(services: Any, indexer: bool = False) -> None:
     if indexer and services.semantic_available():
         from notes_server.store.indexer import start_background
 
-        start_background(services.engine, services.embedder())
+        start_background(services.engine, services.embedder(), services.settings.index_poll_s)
 
 
 def _index() -> click.Command:

@@ -13,6 +13,7 @@ Other databases get the portable LIKE fallback (`LikeSearch`).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -257,12 +258,19 @@ def sqlite_candidates(query: Query, include_archived: bool) -> tuple[str, dict[s
     else:
         phrase = "0"
     sql = (
-        f"WITH cand(seq) AS ({' UNION '.join(union)}) "
+        f"WITH cand(seq) AS {_MATERIALIZED}({' UNION '.join(union)}) "
         f"SELECT n.seq, {', '.join(held)}, {', '.join(titled)}, {phrase} "
         "FROM cand JOIN notes AS n ON n.seq = cand.seq "
         f"WHERE n.workspace = :workspace{live.replace('archived', 'n.archived')}"
     )
     return sql, params
+
+
+# The candidates are computed once, then each looked up by primary key. Left to itself, the
+# planner may flatten the CTE and walk the workspace's notes instead, running the whole FTS
+# match once per note (measured: 12.7 s against 0.07 s for 2,000 man pages). MATERIALIZED is
+# SQLite 3.35+; older libraries get the plain CTE.
+_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35) else ""
 
 
 class Fts5Search(RankedSearch):

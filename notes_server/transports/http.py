@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -113,11 +113,13 @@ def build_http_app(
     threads: int = WORKER_THREADS,
     legacy: LegacyFactory | None = None,
     health: SchemaCheck | None = None,
+    background: Callable[[], Callable[[], None]] | None = None,
 ) -> ASGIApp:
     """The ASGI application for an already composed server and authenticator; `extra_routes`
     are served behind the same guard, CORS, authentication (unless a `PublicRoute`) and limits;
     `legacy` builds the 2025-era session handler (on this app's worker threads); `health`
-    answers `GET /healthz`."""
+    answers `GET /healthz`; `background` starts this process's background work (the semantic
+    indexer) at startup and returns what stops it at shutdown."""
     pool = WorkerThreads(threads)
     endpoint = McpEndpoint(server, http, pool, None if legacy is None else legacy(pool))
     routes = [*mcp_routes(endpoint), *metadata_routes(auth, http), *extra_routes]
@@ -144,11 +146,14 @@ def build_http_app(
         sweeping = None
         if endpoint.legacy is not None:
             sweeping = asyncio.ensure_future(sweep_forever(endpoint.legacy, pool, http))
+        stop_background = background() if background is not None else None
         try:
             yield
         finally:
             if sweeping is not None:
                 sweeping.cancel()
+            if stop_background is not None:
+                await asyncio.get_running_loop().run_in_executor(None, stop_background)
             pool.close()
 
     app = Starlette(
