@@ -128,7 +128,7 @@ def serve(
     from notes_server.legacy.connection import DualEraConnection
     from notes_server.tools.scope import grant_lookup
     from notes_server.tools.services import Services
-    from notes_server.transports.approval_listener import LoopbackApprovals
+    from notes_server.transports.http.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
 
     settings = build_settings(

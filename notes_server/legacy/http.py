@@ -66,8 +66,8 @@ from notes_server.protocol.envelope import (
 )
 from notes_server.protocol.progress import progress_token
 from notes_server.protocol.versions import LATEST
-from notes_server.transports.http_responses import error_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.threads import WorkerThreads
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"

@@ -54,7 +54,7 @@ from notes_server.legacy.translate import input_response, is_response
 from notes_server.protocol.dispatch import internal_error
 from notes_server.protocol.envelope import Request, RequestId, encode_error, encode_result
 from notes_server.store.sessions import Answer
-from notes_server.transports.http_progress import Relay, sse_chunk
+from notes_server.transports.http.progress import Relay, sse_chunk
 
 log = logging.getLogger("notes_server.legacy")
 

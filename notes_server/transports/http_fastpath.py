@@ -36,20 +36,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from notes_server.config import HttpSettings
 from notes_server.protocol.envelope import DecodeFailure, decode
 from notes_server.protocol.meta import names_version
-from notes_server.transports.http_auth import PrincipalLookup, base_url_for, unauthorized
-from notes_server.transports.http_cors import EXPOSE_HEADERS
-from notes_server.transports.http_endpoint import MCP_PATH, McpEndpoint, media_problem_for
-from notes_server.transports.http_errors import failure_response
-from notes_server.transports.http_exchange import Reply, answer
-from notes_server.transports.http_guard import HostOriginCheck
-from notes_server.transports.http_limits import (
+from notes_server.transports.http.endpoint import MCP_PATH, McpEndpoint, media_problem_for
+from notes_server.transports.http.exchange import Reply, answer
+from notes_server.transports.http.middleware.auth import PrincipalLookup, base_url_for, unauthorized
+from notes_server.transports.http.middleware.cors import EXPOSE_HEADERS
+from notes_server.transports.http.middleware.errors import failure_response
+from notes_server.transports.http.middleware.guard import HostOriginCheck
+from notes_server.transports.http.middleware.limits import (
     BODY_READ_TIMEOUT_S,
     BodyTooLarge,
     BodyTooSlow,
     BoundedBody,
 )
-from notes_server.transports.http_progress import may_stream
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.progress import may_stream
+from notes_server.transports.http.responses import error_response
 
 log = logging.getLogger("notes_server.http")
 

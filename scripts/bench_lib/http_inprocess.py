@@ -121,7 +121,7 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
     from notes_server.app import create_app, create_http_app
     from notes_server.config import HttpSettings, build_settings
     from notes_server.tools.services import Services
-    from notes_server.transports.http_exchange import exchange
+    from notes_server.transports.http.exchange import exchange
 
     settings = build_settings(db=f"sqlite:///{db}", principal=BENCH_PRINCIPAL)
     services = Services(settings)

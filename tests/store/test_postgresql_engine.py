@@ -9,7 +9,7 @@ from sqlalchemy.exc import OperationalError
 
 from notes_server.store import engine as store_engine
 from notes_server.store.engine import is_transient, read_tx, retrying
-from notes_server.transports.http_threads import WORKER_THREADS
+from notes_server.transports.http.threads import WORKER_THREADS
 
 
 class _DriverError(Exception):

@@ -23,9 +23,9 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http import build_http_app
+from notes_server.transports.http.app import build_http_app
+from notes_server.transports.http.middleware.limits import BodyTooLarge, BodyTooSlow, BoundedBody
 from notes_server.transports.http_fastpath import McpPostFastPath
-from notes_server.transports.http_limits import BodyTooLarge, BodyTooSlow, BoundedBody
 from tests.helpers import make_request
 from tests.transports.http_support import mcp_headers
 

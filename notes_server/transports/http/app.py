@@ -34,9 +34,7 @@ from starlette.types import ASGIApp
 from notes_server.config import HttpSettings
 from notes_server.protocol.dispatch import McpServer
 from notes_server.security.principals import consented_workspaces
-from notes_server.transports.http_auth import Authenticator, AuthMiddleware, PrincipalLookup
-from notes_server.transports.http_cors import CorsMiddleware
-from notes_server.transports.http_endpoint import (
+from notes_server.transports.http.endpoint import (
     MCP_PATH,
     LegacyFactory,
     McpEndpoint,
@@ -46,13 +44,19 @@ from notes_server.transports.http_endpoint import (
     metadata_routes,
     refusal_routes,
 )
-from notes_server.transports.http_errors import ErrorMiddleware
+from notes_server.transports.http.health import SchemaCheck, health_routes
+from notes_server.transports.http.middleware.auth import (
+    Authenticator,
+    AuthMiddleware,
+    PrincipalLookup,
+)
+from notes_server.transports.http.middleware.cors import CorsMiddleware
+from notes_server.transports.http.middleware.errors import ErrorMiddleware
+from notes_server.transports.http.middleware.guard import OriginHostGuard, OriginPolicy
+from notes_server.transports.http.middleware.limits import BodyLimitMiddleware
+from notes_server.transports.http.responses import http_exception
+from notes_server.transports.http.threads import WORKER_THREADS, WorkerThreads
 from notes_server.transports.http_fastpath import McpPostFastPath
-from notes_server.transports.http_guard import OriginHostGuard, OriginPolicy
-from notes_server.transports.http_health import SchemaCheck, health_routes
-from notes_server.transports.http_limits import BodyLimitMiddleware
-from notes_server.transports.http_responses import http_exception
-from notes_server.transports.http_threads import WORKER_THREADS, WorkerThreads
 
 log = logging.getLogger("notes_server.http")
 

@@ -15,8 +15,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import internal_error
-from notes_server.transports.http_responses import error_response
-from notes_server.transports.http_threads import RequestTimeout
+from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.threads import RequestTimeout
 
 log = logging.getLogger("notes_server.http")
 

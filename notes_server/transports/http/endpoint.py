@@ -32,17 +32,17 @@ from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer, internal_error
 from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
 from notes_server.protocol.versions import MODERN_VERSIONS
-from notes_server.transports.http_auth import (
+from notes_server.transports.http.exchange import Reply, exchange
+from notes_server.transports.http.middleware.auth import (
     METADATA_PATH,
     Authenticator,
     base_url,
     principal_of,
     resource_metadata,
 )
-from notes_server.transports.http_exchange import Reply, exchange
-from notes_server.transports.http_progress import ProgressStream, Relay, may_stream
-from notes_server.transports.http_responses import error_response, json_response
-from notes_server.transports.http_threads import RequestTimeout, WorkerThreads
+from notes_server.transports.http.progress import ProgressStream, Relay, may_stream
+from notes_server.transports.http.responses import error_response, json_response
+from notes_server.transports.http.threads import RequestTimeout, WorkerThreads
 
 MCP_PATH = "/mcp"
 _HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")

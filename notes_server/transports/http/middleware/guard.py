@@ -27,7 +27,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.responses import error_response
 
 # RFC 9110 Host / RFC 6454 Origin, strictly: a reg-name or IPv4 (letters, digits, dots,
 # hyphens) or a bracketed IPv6 literal, then at most an ASCII port. No userinfo, no path, no

@@ -23,8 +23,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import PREFIX
-from notes_server.transports.http_responses import json_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http.responses import json_response
+from notes_server.transports.http.threads import WorkerThreads
 
 if TYPE_CHECKING:
     from notes_server.oauth.access import AccessTokenVerifier
@@ -113,8 +113,8 @@ def build_authenticator(
         return FixedPrincipal(settings.principal)
     from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.security.tokens import TokenVerifier
+    from notes_server.store.freshness import SqliteChangeCounter, no_counter
     from notes_server.store.tokens import SqlTokenRecords
-    from notes_server.transports.http_token_cache import SqliteChangeCounter, no_counter
 
     verifier = None
     if http.jwt_jwks:

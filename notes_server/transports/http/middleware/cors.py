@@ -18,8 +18,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from notes_server.transports.http_guard import SAME_ORIGIN_KEY
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.middleware.guard import SAME_ORIGIN_KEY
+from notes_server.transports.http.responses import error_response
 
 ALLOW_HEADERS = (
     "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, "

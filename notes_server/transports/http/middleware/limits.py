@@ -15,7 +15,7 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.responses import error_response
 from notes_server.values import is_ascii_digits
 
 BODY_READ_TIMEOUT_S = 10.0
