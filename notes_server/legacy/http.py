@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from starlette.requests import Request as HttpRequest
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from notes_server.errors import InvalidParams, McpError, to_wire
@@ -74,6 +74,14 @@ VERSION_HEADER = "mcp-protocol-version"
 SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
 _T = TypeVar("_T")
 log = logging.getLogger("notes_server.legacy")
+
+
+class HttpRequest(Protocol):
+    """What this handler reads of an HTTP request: its headers (the `/mcp` handler's request
+    head, or a Starlette `Request`)."""
+
+    @property
+    def headers(self) -> Headers: ...
 
 
 class LegacyHttp:

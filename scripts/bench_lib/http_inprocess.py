@@ -162,11 +162,6 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
         "exchange alone (decode .. encode)": exchange_only,
         "stdio's handle_raw (decode .. encode)": stdio_path,
     }
-    stack = getattr(app, "fallback", None)  # the Starlette stack behind a single-pass handler
-    if stack is not None:
-        variants["the Starlette stack alone"] = lambda: loop.run_until_complete(
-            _drive(stack, bodies, token)
-        )
     best = interleaved(variants, repeat)
     for name, seconds in best.items():
         print(f"{name}: {seconds / len(bodies) * 1e6:.1f} µs/request")

@@ -1,109 +1,84 @@
-"""The routes this server contributes: `POST /mcp` and, with credentials, its RFC 9728 metadata.
+"""`/mcp`: one handler for every message of both eras, its checks one chain composed once.
 
-By the time `McpEndpoint.post` runs, the middleware has checked Origin/Host (403) and
-authenticated (401); it checks `Accept` (406) and `Content-Type` (415), then reads the body
-under the size and time bounds of `http_limits` (413, 408), and hands it to the protocol
-pipeline in `http_exchange`: in a worker thread, or on the event loop when the standard headers
-name a request the server marks as quick (`McpServer.runs_quickly`). Modern responses are
-`application/json`, except that a request whose tool reports progress (it sent
-`_meta.progressToken`) gets `text/event-stream` (`http_progress`); they hold nothing per client,
-and a modern request's `Mcp-Session-Id` is ignored.
-With legacy sessions enabled (`legacy.http`, composed by the app), 2025-era traffic is answered
-there first, `DELETE /mcp` included; GET gets 405 (no standalone stream), as does DELETE without
-them. A GET or DELETE that names a 2026-07-28 `MCP-Protocol-Version` is 405 with `Allow: POST`
-(that revision has no sessions and no standalone stream), whether or not sessions are enabled.
+`McpPostHandler` answers every request to `/mcp`; Starlette serves the other routes beside it
+(`http.app`). The checks come from `middleware/`, the same functions Starlette's routes use, in
+this order, each able to end the request with its refusal:
+
+1. errors (around everything): a failure is a JSON-RPC -32603, 500 (503 on a timeout);
+2. guard: Host and Origin (403, DNS rebinding); nothing else runs for a refused request;
+3. CORS: a preflight is answered (204); from here on an allowed Origin's answer, refusals
+   included, carries the CORS headers;
+4. auth: the principal, or 401 with the RFC 9728 challenge;
+5. media (POST): Accept (406), Content-Type (415);
+6. limits (POST): the whole body, read once under the size and time bounds (413, 408).
+
+Then the method. A POST's era is chosen once, by `answer_post`: a message whose `_meta` names
+a protocol version is modern; with 2025-era sessions enabled (`legacy.http`, composed by the
+app) anything else is offered to the session handler, which answers it or declines (None: a
+modern client's `initialize`, an undecodable body outside a session...), and then the modern
+pipeline answers that same body. Modern responses are `application/json`, except that a request
+whose tool reports progress (`_meta.progressToken`) or logs gets `text/event-stream`
+(`progress`); they hold nothing per client, and a modern request's `Mcp-Session-Id` is ignored.
+A modern request runs on the event loop when its standard headers name one the server runs
+there (`McpServer.runs_quickly`: cheaper than a hand-off), else in a worker thread.
+GET is 405 in both eras (no standalone stream), naming `DELETE, POST` to a 2025 client; DELETE
+ends a 2025 session; a GET or DELETE naming a 2026-07-28 `MCP-Protocol-Version` is 405 with
+`Allow: POST` (that revision has no sessions), as is every other method without sessions.
+
+No Starlette `Request` is built: the head is read once (`request.McpRequest`), and the plain
+reply goes out as one `http.response.start` and one body.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.dispatch import McpServer, internal_error
-from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
-from notes_server.protocol.versions import MODERN_VERSIONS
-from notes_server.transports.http.exchange import Reply, exchange
-from notes_server.transports.http.middleware.auth import (
-    METADATA_PATH,
-    Authenticator,
-    base_url,
-    principal_of,
-    resource_metadata,
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    parse_json,
+    request_id_of,
 )
+from notes_server.protocol.meta import names_version
+from notes_server.protocol.versions import MODERN_VERSIONS
+from notes_server.transports.http.exchange import Reply, answer, undecodable
+from notes_server.transports.http.middleware.auth import AuthCheck, PrincipalLookup
+from notes_server.transports.http.middleware.cors import CorsCheck, cors_headers, with_cors
+from notes_server.transports.http.middleware.errors import answer_or_fail, failure_response
+from notes_server.transports.http.middleware.guard import GuardCheck, OriginPolicy
+from notes_server.transports.http.middleware.limits import BodyCheck
+from notes_server.transports.http.middleware.media import MediaCheck
 from notes_server.transports.http.progress import ProgressStream, Relay, may_stream
-from notes_server.transports.http.responses import error_response, json_response
+from notes_server.transports.http.request import McpRequest
+from notes_server.transports.http.responses import error_response
 from notes_server.transports.http.threads import RequestTimeout, WorkerThreads
 
 MCP_PATH = "/mcp"
-_HEADERS_USED = ("mcp-protocol-version", "mcp-method", "mcp-name")
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_PARAM_VALUE = re.compile(r'[!#$%&\'*+.^_`|~0-9A-Za-z-]+|"[^"\\]*"')
+_JSON = (b"content-type", b"application/json")
 
-
-class PublicRoute(Route):
-    """A route served without a credential (a discovery document); every other needs one."""
-
-
-def _media_types(header: str) -> set[str]:
-    return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
-
-
-def json_content_type(header: str) -> bool:
-    """`application/json` with any parameters (RFC 9110 §8.3.1), of which `charset`, if given,
-    must be UTF-8: `application/json; charset="UTF-8"; foo=bar` is fine, `charset=latin-1` or a
-    malformed parameter is not."""
-    media, *params = header.split(";")
-    if media.strip().lower() != "application/json":
-        return False
-    for param in params:
-        if not param.strip():
-            continue  # an empty parameter (`application/json;`) is allowed by the grammar
-        name, sep, value = param.strip().partition("=")
-        if not sep or not _TOKEN.fullmatch(name) or not _PARAM_VALUE.fullmatch(value):
-            return False
-        if name.lower() == "charset" and value.strip('"').lower() not in ("utf-8", "utf8"):
-            return False
-    return True
-
-
-def media_problem(request: Request) -> Response | None:
-    """406 unless both response types are acceptable; 415 unless the body is UTF-8 JSON."""
-    return media_problem_for(
-        request.headers.get("accept", ""), request.headers.get("content-type", "")
-    )
-
-
-def media_problem_for(accept: str, content_type: str) -> Response | None:
-    """`media_problem` from the (first) `Accept` and `Content-Type` values."""
-    accepted = _media_types(accept)
-    if not {"application/json", "text/event-stream"} <= accepted:
-        return error_response(
-            406, "Not Acceptable: Accept must list application/json and text/event-stream"
-        )
-    if not json_content_type(content_type):
-        return error_response(
-            415, "Unsupported Media Type: Content-Type must be application/json (UTF-8)"
-        )
-    return None
+#: One step of the chain: None to go on, or the answer that ends the request (a refusal).
+Check = Callable[[McpRequest], Awaitable[ASGIApp | None]]
 
 
 class SessionTraffic(Protocol):
-    """2025-era Streamable HTTP sessions, answered before the modern pipeline."""
+    """2025-era Streamable HTTP sessions (`legacy.http.LegacyHttp`)."""
 
-    async def post(self, request: Request, body: bytes, principal: str) -> ASGIApp | None:
-        """The answer when the POST is session traffic; None for the modern pipeline."""
+    async def post(self, request: McpRequest, body: bytes, principal: str) -> ASGIApp | None:
+        """The answer when the POST is session traffic; None when it is not (modern)."""
 
-    async def delete(self, request: Request, principal: str) -> ASGIApp:
+    async def delete(self, request: McpRequest, principal: str) -> ASGIApp:
         """`DELETE /mcp`: end the session."""
 
     @property
@@ -117,73 +92,148 @@ class SessionTraffic(Protocol):
 LegacyFactory = Callable[[WorkerThreads], SessionTraffic]
 
 
-class McpEndpoint:
+def check_chain(
+    http: HttpSettings, lookup: PrincipalLookup, methods: Sequence[str]
+) -> tuple[Check, ...]:
+    """The checks of `/mcp`, in their order (errors wrap them all, in `McpPostHandler`);
+    `methods`: what a CORS preflight is told is served here."""
+    return (
+        GuardCheck(http),
+        CorsCheck(OriginPolicy(http), methods),
+        AuthCheck(lookup, http),
+        MediaCheck(),
+        BodyCheck(http.max_body_bytes),
+    )
+
+
+class McpPostHandler:
+    """The ASGI app of `/mcp`: the chain, then the answer of one era."""
+
     def __init__(
         self,
         server: McpServer,
         http: HttpSettings,
         threads: WorkerThreads,
-        legacy: SessionTraffic | None = None,
+        lookup: PrincipalLookup,
+        sessions: SessionTraffic | None = None,
+        methods: Sequence[str] = ("POST",),
     ) -> None:
+        """`methods`: what a CORS preflight is told `/mcp` serves (extensions' included)."""
         self.server = server
         self.http = http
         self.threads = threads
-        self.legacy = legacy
+        self.sessions = sessions
+        self.checks = check_chain(http, lookup, methods)
 
-    async def dispatch(self, request: Request) -> ASGIApp:
-        """POST, and with legacy sessions DELETE (a modern client's DELETE is 405)."""
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = McpRequest(scope, receive)
+        try:
+            outcome = await self.outcome(request)
+        except Exception as exc:
+            await failure_response(exc)(scope, receive, send)
+            return
+        origin = request.cors_origin
+        if isinstance(outcome, Reply):
+            await self.send_reply(send, outcome, origin)
+            return
+        if origin is not None:
+            outcome = _with_cors(outcome, origin)
+        await answer_or_fail(outcome, scope, receive, send)  # a failure: without CORS headers
+
+    async def outcome(self, request: McpRequest) -> Reply | ASGIApp:
+        """The refusal of the first check that refuses, else this method's answer."""
+        for check in self.checks:
+            refusal = await check(request)
+            if refusal is not None:
+                return refusal
         if request.method == "POST":
-            return await self.post(request)
-        if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
-            return not_allowed("POST")
-        return await self.legacy.delete(request, principal_of(request.scope))
+            return await self.answer_post(request)
+        return await self.answer_other(request)
 
-    async def refuse(self, request: Request) -> ASGIApp:
-        """GET (no standalone stream in either era): 405 naming what this client may use."""
-        if self.legacy is None or modern_version(request.headers.getlist("mcp-protocol-version")):
+    async def answer_post(self, request: McpRequest) -> Reply | ASGIApp:
+        """The era, chosen once here; the body was read once, by the chain."""
+        body, principal = request.body, request.principal
+        message: Request | Notification | None = None
+        try:
+            message = decode(body)
+        except DecodeFailure as exc:
+            failure = exc
+        if self.sessions is not None and (message is None or not names_version(message.params)):
+            session_answer = await self.sessions.post(request, body, principal)
+            if session_answer is not None:
+                return session_answer
+        if message is None:
+            return undecodable(failure)
+        headers = {
+            "mcp-protocol-version": request.all(b"mcp-protocol-version"),
+            "mcp-method": request.all(b"mcp-method"),
+            "mcp-name": request.all(b"mcp-name"),
+        }
+        if may_stream(body):
+            return await self.with_progress(message, body, headers, principal)
+        call = functools.partial(answer, self.server, message, headers, principal)
+        if self.runs_on_loop(headers):
+            return call()  # cheaper than a hand-off; a body that differs fails the header check
+        return await self.threads.run(call, self.http.request_timeout)
+
+    async def answer_other(self, request: McpRequest) -> ASGIApp:
+        """GET, DELETE and the rest: only DELETE of a 2025 session is served."""
+        if self.sessions is None:
             return not_allowed("POST")
+        if request.method in ("GET", "HEAD", "DELETE") and modern_version(
+            request.all(b"mcp-protocol-version")
+        ):
+            return not_allowed("POST")
+        if request.method == "DELETE":
+            return await self.sessions.delete(request, request.principal)
         return not_allowed("DELETE, POST")
 
-    async def post(self, request: Request) -> ASGIApp:
-        problem = media_problem(request)
-        if problem is not None:
-            return problem
-        body = await request.body()
-        if self.legacy is not None:
-            answer = await self.legacy.post(request, body, principal_of(request.scope))
-            if answer is not None:
-                return answer
-        headers = {name: request.headers.getlist(name) for name in _HEADERS_USED}
-        if may_stream(body):
-            return await self.with_progress(body, headers, principal_of(request.scope))
-        call = functools.partial(exchange, self.server, body, headers, principal_of(request.scope))
-        if self.quick(headers):
-            reply = call()  # cheaper than a hand-off; a body that differs fails the header check
-        else:
-            reply = await self.threads.run(call, self.http.request_timeout)
-        return _response(reply)
-
     async def with_progress(
-        self, body: bytes, headers: dict[str, list[str]], principal: str
-    ) -> ASGIApp:
+        self,
+        message: Request | Notification,
+        body: bytes,
+        headers: dict[str, list[str]],
+        principal: str,
+    ) -> Reply | ASGIApp:
         """Plain JSON unless the handler reports progress before it replies; then an SSE
-        stream of the notifications and the reply (`http_progress`)."""
+        stream of the notifications and the reply (`progress`)."""
         relay = Relay()
-        call = functools.partial(exchange, self.server, body, headers, principal, relay.emit)
+        call = functools.partial(answer, self.server, message, headers, principal, relay.emit)
         work = asyncio.ensure_future(self.threads.run(call, self.http.request_timeout))
         first = await relay.first(work)
         if first is None:
-            return _response(work.result())
+            return work.result()
         return ProgressStream(relay, first, work, functools.partial(_final, body))
 
-    def quick(self, headers: dict[str, list[str]]) -> bool:
-        """The standard headers name a request the server marks as quick (`runs_quickly`).
-        They are checked against the body before dispatch (-32020), so they cannot smuggle
-        other work onto the event loop."""
+    def runs_on_loop(self, headers: dict[str, list[str]]) -> bool:
+        """The standard headers name a request the server runs on the event loop
+        (`runs_quickly`). They are checked against the body before dispatch (-32020), so they
+        cannot smuggle other work onto the loop."""
         methods, names = headers["mcp-method"], headers["mcp-name"]
         if len(methods) != 1 or len(names) > 1:
             return False
         return self.server.runs_quickly(methods[0], names[0] if names else None)
+
+    @staticmethod
+    async def send_reply(send: Send, reply: Reply, origin: str | None) -> None:
+        """One response, with the headers a Starlette `Response` of the reply would have."""
+        body = b"" if reply.body is None else reply.body
+        headers = [(b"content-length", str(len(body)).encode("latin-1"))]
+        if reply.body is not None:
+            headers.append(_JSON)
+        if origin is not None:
+            headers.extend(cors_headers(origin))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _with_cors(app: ASGIApp, origin: str) -> ASGIApp:
+    """`app` answering with the CORS headers of an allowed Origin."""
+
+    async def answer_with_cors(scope: Scope, receive: Receive, send: Send) -> None:
+        await app(scope, receive, with_cors(send, origin))
+
+    return answer_with_cors
 
 
 def modern_version(values: list[str]) -> bool:
@@ -192,14 +242,8 @@ def modern_version(values: list[str]) -> bool:
 
 
 def not_allowed(allow: str) -> Response:
-    """405 in the shape of Starlette's own (`http_responses.http_exception`)."""
+    """405 in the shape of Starlette's own (`responses.http_exception`)."""
     return error_response(405, "Method Not Allowed", headers={"Allow": allow})
-
-
-def _response(reply: Reply) -> Response:
-    if reply.body is None:
-        return Response(status_code=reply.status)
-    return Response(reply.body, reply.status, media_type="application/json")
 
 
 def _final(body: bytes, work: asyncio.Future[Reply]) -> bytes:
@@ -217,32 +261,3 @@ def _final(body: bytes, work: asyncio.Future[Reply]) -> bytes:
         return encode_error(request_id, {"code": INTERNAL_ERROR, "message": str(exc)})
     failure = exc if isinstance(exc, Exception) else RuntimeError("no reply")
     return encode_error(request_id, internal_error(failure, "an HTTP request"))
-
-
-def mcp_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
-    """`POST /mcp`, the Streamable HTTP endpoint (and `DELETE /mcp` with legacy sessions)."""
-    if endpoint.legacy is None:
-        return [Route(MCP_PATH, endpoint.post, methods=["POST"])]
-    return [Route(MCP_PATH, endpoint.dispatch, methods=["POST", "DELETE"])]
-
-
-def refusal_routes(endpoint: McpEndpoint) -> list[BaseRoute]:
-    """`GET /mcp` with legacy sessions, only to say which methods this client may use. Not
-    among the routes CORS lists in a preflight: nothing is served on GET."""
-    if endpoint.legacy is None:
-        return []  # Starlette's own 405 says `Allow: POST`
-    return [Route(MCP_PATH, endpoint.refuse, methods=["GET"])]
-
-
-def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:
-    """RFC 9728 Protected Resource Metadata, at the root and per resource; only when requests
-    need credentials (with `--auth none` there is nothing to discover)."""
-    if not auth.requires_credentials:
-        return []
-
-    async def metadata(request: Request) -> Response:
-        url = base_url(request.headers, request.url.scheme, http)
-        return json_response(200, resource_metadata(url, http))
-
-    paths = (METADATA_PATH, METADATA_PATH + MCP_PATH)
-    return [PublicRoute(path, metadata, methods=["GET"]) for path in paths]

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from notes_server.transports.http.endpoint import PublicRoute
+from notes_server.transports.http.middleware.auth import PublicRoute
 from notes_server.transports.http.responses import json_response
 from notes_server.transports.http.threads import WorkerThreads
 

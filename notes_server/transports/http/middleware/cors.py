@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.transports.http.middleware.guard import SAME_ORIGIN_KEY
+from notes_server.transports.http.request import McpRequest
 from notes_server.transports.http.responses import error_response
 
 ALLOW_HEADERS = (
@@ -28,6 +29,63 @@ ALLOW_HEADERS = (
 EXPOSE_HEADERS = "mcp-session-id, www-authenticate"
 MAX_AGE_S = 600
 _IMPLICIT = frozenset({"HEAD", "OPTIONS"})
+_EXPOSE = (b"access-control-expose-headers", EXPOSE_HEADERS.encode("latin-1"))
+_VARY = (b"vary", b"Origin")
+
+
+def cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    """The headers `with_cors` adds, for a response built here (which has none of them)."""
+    return [(b"access-control-allow-origin", origin.encode("latin-1")), _EXPOSE, _VARY]
+
+
+def with_cors(send: Send, origin: str) -> Send:
+    """A `send` that gives the response the CORS headers of an allowed Origin."""
+
+    async def send_with_cors(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            response_headers = MutableHeaders(scope=message)
+            response_headers["Access-Control-Allow-Origin"] = origin
+            response_headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+            response_headers.add_vary_header("Origin")
+        await send(message)
+
+    return send_with_cors
+
+
+def preflight(origin: str, methods: Sequence[str]) -> Response:
+    """204 for a preflight from an allowed Origin, listing the methods served at its path."""
+    return Response(
+        status_code=204,
+        headers={
+            "Access-Control-Allow-Origin": origin,
+            "Access-Control-Allow-Methods": ", ".join(methods),
+            "Access-Control-Allow-Headers": ALLOW_HEADERS,
+            "Access-Control-Max-Age": str(MAX_AGE_S),
+            "Vary": "Origin",
+        },
+    )
+
+
+class CorsCheck:
+    """The `/mcp` chain's CORS step, after the guard: a preflight is answered (before
+    authentication: browsers send no credentials on it); any other request from an allowed
+    Origin is marked, so that its answer, refusals included, carries the CORS headers."""
+
+    def __init__(self, origin_allowed: Callable[[str], bool], methods: Sequence[str]) -> None:
+        self.origin_allowed = origin_allowed
+        self.methods = sorted(set(methods) - _IMPLICIT)
+
+    async def __call__(self, request: McpRequest) -> Response | None:
+        origins = request.all(b"origin")
+        if not origins:
+            return None
+        origin = origins[0]
+        if not self.origin_allowed(origin):  # the guard refused it already: fail closed anyway
+            return error_response(403, "Forbidden: Origin not allowed")
+        if request.method == "OPTIONS" and request.has(b"access-control-request-method"):
+            return preflight(origin, self.methods)
+        request.cors_origin = origin
+        return None
 
 
 class CorsMiddleware:
@@ -53,18 +111,9 @@ class CorsMiddleware:
         if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
             methods = self.methods_at(scope)
             if methods:
-                await self.preflight(origin, methods)(scope, receive, send)
+                await preflight(origin, methods)(scope, receive, send)
                 return
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                response_headers = MutableHeaders(scope=message)
-                response_headers["Access-Control-Allow-Origin"] = origin
-                response_headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
-                response_headers.add_vary_header("Origin")
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
+        await self.app(scope, receive, with_cors(send, origin))
 
     def methods_at(self, scope: Scope) -> list[str]:
         """The methods routed at this request's path (none: not a path of ours, so 404)."""
@@ -75,16 +124,3 @@ class CorsMiddleware:
             if match is not Match.NONE and route_methods:
                 methods.update(route_methods)
         return sorted(methods - _IMPLICIT)
-
-    @staticmethod
-    def preflight(origin: str, methods: list[str]) -> Response:
-        return Response(
-            status_code=204,
-            headers={
-                "Access-Control-Allow-Origin": origin,
-                "Access-Control-Allow-Methods": ", ".join(methods),
-                "Access-Control-Allow-Headers": ALLOW_HEADERS,
-                "Access-Control-Max-Age": str(MAX_AGE_S),
-                "Vary": "Origin",
-            },
-        )
