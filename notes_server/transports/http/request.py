@@ -32,7 +32,16 @@ _NONE: list[str] = []
 class McpRequest:
     """The head of one request to `/mcp` and what the checks learned about it."""
 
-    __slots__ = ("body", "cors_origin", "method", "principal", "receive", "scope", "values")
+    __slots__ = (
+        "_headers",
+        "body",
+        "cors_origin",
+        "method",
+        "principal",
+        "receive",
+        "scope",
+        "values",
+    )
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
@@ -50,6 +59,7 @@ class McpRequest:
         self.cors_origin: str | None = None
         #: Set by the limits check (POST): the whole body, read once.
         self.body = b""
+        self._headers: Headers | None = None
 
     def all(self, name: bytes) -> list[str]:
         return self.values.get(name, _NONE)
@@ -64,4 +74,6 @@ class McpRequest:
     @property
     def headers(self) -> Headers:
         """Every header, for the 2025 session handler (it reads the session and version)."""
-        return Headers(scope=self.scope)
+        if self._headers is None:
+            self._headers = Headers(scope=self.scope)
+        return self._headers
