@@ -125,7 +125,7 @@ def serve(
     only MCP messages."""
     from notes_server.app import check_settings, create_stdio_server
     from notes_server.tools.services import Services
-    from notes_server.transports.approval_listener import LoopbackApprovals
+    from notes_server.transports.http.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
 
     settings = build_settings(

@@ -34,7 +34,7 @@ from notes_server.store.faults import is_transient
 from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
-# Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
+# Server databases: one pooled connection per HTTP worker thread (transports.http.threads keeps
 # 10 per process) plus a few for the stdio loop, the token cache and health checks.
 POOL_SIZE = 10
 POOL_OVERFLOW = 5

@@ -164,7 +164,7 @@ def run_http(settings: Settings, http: HttpSettings, sock: socket.socket) -> Non
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from notes_server.transports.http_protocol import protocol_name
+    from notes_server.transports.http.protocol import protocol_name
 
     export_worker_config(settings, http)
     config = uvicorn.Config(
