@@ -33,7 +33,7 @@ from notes_server.tools.services import Services
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-    from notes_server.transports.http_endpoint import LegacyFactory
+    from notes_server.transports.http.endpoint import LegacyFactory
     from notes_server.transports.stdio import ConnectionFactory
 
 SERVER_INFO = {
@@ -201,8 +201,8 @@ def create_http_app(
     """Compose server, authenticator and ASGI app (with the extensions' routes) for one HTTP
     process. Workers rebuild from settings, so what they serve is the default extensions."""
     # Starlette and the HTTP modules load only for HTTP: a stdio start never pays for them.
-    from notes_server.transports.http import build_http_app
-    from notes_server.transports.http_auth import build_authenticator
+    from notes_server.transports.http.app import build_http_app
+    from notes_server.transports.http.middleware.auth import build_authenticator
 
     services = services or Services(settings)
     base = page_base(http)
@@ -226,7 +226,23 @@ def create_http_app(
         extra_routes=routes,
         legacy=legacy_http(server, http, services),
         health=schema_check(services),
+        background=indexer_starter(services),
     )
+
+
+def indexer_starter(services: Services) -> Callable[[], Callable[[], None]] | None:
+    """With semantic search, what starts this process's background indexer (each HTTP worker
+    runs one: their claims never overlap, see store.semantic) and returns what stops it."""
+    if not services.semantic_available():
+        return None
+
+    def start() -> Callable[[], None]:
+        from notes_server.store.indexer import start_background
+
+        poll = services.settings.index_poll_s
+        return start_background(services.engine, services.embedder(), poll).stop
+
+    return start
 
 
 def schema_check(services: Services) -> Callable[[], tuple[str | None, str]]:

@@ -31,6 +31,10 @@ STORE_IMPLS = ("auto", "core")
 # "off" never loads it (keyword only).
 ENV_SEMANTIC = "NOTES_SERVER_SEMANTIC"
 SEMANTIC_MODES = ("auto", "on", "off")
+# Seconds between a serving indexer's looks for writes of other processes (its own process's
+# writes wake it at once); unset: store.indexer's defaults.
+ENV_INDEX_POLL = "NOTES_SERVER_INDEX_POLL"
+INDEX_POLL_RANGE = (0.05, 3600.0)
 # Set by `serve --transport http` for its worker processes; not meant to be set by hand.
 ENV_WORKER_CONFIG = "NOTES_SERVER_WORKER_CONFIG"
 DEFAULT_STATE_TTL = 300.0
@@ -74,6 +78,7 @@ class Settings:
     # Which repository implementations the engine uses (see store.engine.uses_driver).
     store_impl: str = "auto"
     semantic: str = "auto"
+    index_poll_s: float | None = None
     # Seconds to wait for a 2025-era client's roots/list answer
     # (None: compat_2025.roots.ROOTS_WAIT_S).
     roots_wait_s: float | None = None
@@ -136,15 +141,19 @@ ROOTS_WAIT_RANGE = (0.1, 3600.0)
 
 def _checked_roots_wait(raw: str | None) -> float | None:
     """Seconds, from 0.1 to 3600; unset or empty keeps the default."""
+    return _checked_seconds(raw, ENV_ROOTS_WAIT, ROOTS_WAIT_RANGE)
+
+
+def _checked_seconds(raw: str | None, name: str, bounds: tuple[float, float]) -> float | None:
     if raw is None or raw.strip() == "":
         return None
-    low, high = ROOTS_WAIT_RANGE
+    low, high = bounds
     try:
         seconds = float(raw)
     except ValueError:
         seconds = math.nan
     if not low <= seconds <= high:  # NaN fails too
-        raise SettingsError(f"{ENV_ROOTS_WAIT}: expected seconds from {low:g} to {high:g}")
+        raise SettingsError(f"{name}: expected seconds from {low:g} to {high:g}")
     return seconds
 
 
@@ -204,6 +213,7 @@ def build_settings(
         store_impl=store_impl,
         semantic=semantic,
         roots_wait_s=_checked_roots_wait(env.get(ENV_ROOTS_WAIT)),
+        index_poll_s=_checked_seconds(env.get(ENV_INDEX_POLL), ENV_INDEX_POLL, INDEX_POLL_RANGE),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ hypothesis_settings.load_profile("notes-server")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Started in the background (`cmd &`, nohup), pytest inherits SIGINT ignored, and so would
+    # every process a test starts: the Ctrl-C tests would wait forever for a reaction. A handled
+    # signal resets to the default across exec, an ignored one does not.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     stale = sorted(name for name in SLOW_MODULES if not (_TESTS / name).is_file())
     if stale:
         raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {stale}")
@@ -101,6 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _module(item) in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    _slowest_modules_first(config, items)
     if not pg_support.on_postgresql():
         return
     for item in items:
@@ -110,6 +117,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = marker.args[0] if marker.args else "SQLite-specific behaviour"
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+# Under pytest-xdist a run ends when its last module does: a 60 s module handed out last keeps one
+# worker busy while the other idles. So modules go out longest first, by what each took in the
+# last run (pytest's cache, .pytest_cache/), a module never timed counting as long if it is slow
+# and as short otherwise; `scripts/test` lets an idle worker steal queued tests (--dist
+# worksteal). Modules stay whole (module-scoped fixtures) and keep their own order of tests.
+MODULE_SECONDS = "notes-server/module-seconds"
+UNTIMED_SLOW_S = 30.0
+_run_seconds: dict[str, float] = {}
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _slowest_modules_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cache = getattr(config, "cache", None)
+    last: dict[str, float] = cache.get(MODULE_SECONDS, {}) if cache is not None else {}
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        groups.setdefault(_file(item.nodeid), []).append(item)
+
+    def seconds(name: str) -> float:
+        if name in last:
+            return float(last[name])
+        slow = any(item.get_closest_marker("slow") for item in groups[name])
+        return UNTIMED_SLOW_S if slow else 0.0
+
+    ordered = sorted(groups, key=seconds, reverse=True)  # stable: ties keep collection order
+    items[:] = [item for name in ordered for item in groups[name]]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each module's time (set-up, call and tear-down of its tests; under xdist the controller
+    sees every worker's reports), for the next run's order."""
+    _run_seconds[_file(report.nodeid)] = _run_seconds.get(_file(report.nodeid), 0.0) + (
+        report.duration
+    )
+
+
+def _remember_module_seconds(session: pytest.Session) -> None:
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _run_seconds:
+        return  # no cache, or an xdist worker (the controller writes), or nothing ran
+    known: dict[str, float] = cache.get(MODULE_SECONDS, {})
+    known.update({name: round(s, 2) for name, s in _run_seconds.items()})
+    cache.set(MODULE_SECONDS, known)
 
 
 @pytest.fixture(autouse=True)
@@ -145,6 +200,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _remember_module_seconds(session)
     pg_support.drop_created()
     pg_support.drop_template()
 

@@ -1,4 +1,5 @@
-"""`scripts/bench --quick` runs end to end and writes its report and plot (not the numbers)."""
+"""`scripts/bench --smoke` (every suite and row on the smallest inputs) runs end to end and
+writes its report and plots (not the numbers)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,13 @@ needs_bench_extra = pytest.mark.skipif(
 
 
 @needs_bench_extra
-def test_quick_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> None:
+def test_the_smoke_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> None:
     out = tmp_path / "out"
     completed = subprocess.run(
         [
             sys.executable,
             str(ROOT / "scripts" / "bench"),
-            "--quick",
+            "--smoke",
             "--out",
             str(out),
             "--cache-dir",
@@ -68,7 +69,7 @@ def test_the_postgresql_section_says_it_was_skipped_when_no_server_answers(
         [
             sys.executable,
             str(ROOT / "scripts" / "bench"),
-            "--quick",
+            "--smoke",
             "--only",
             "pg",
             "--out",

@@ -53,9 +53,6 @@ KNOWN = {
     # The database URL grammar for `config` (a neutral module the store cannot serve): SQLAlchemy's
     # `make_url` for server URLs. No statement, no connection.
     "dburl.py": "URL parsing",
-    # The token cache's `PRAGMA data_version` freshness check: issue 20 moves it into store/ on
-    # the transports branch.
-    "transports/http_token_cache.py": "moving into store/",
 }
 
 

@@ -94,7 +94,7 @@ def serve_http(settings: Settings, options: dict[str, Any]) -> None:
     from notes_server.cli.database import ensure_schema
     from notes_server.cli.faults import database_faults
     from notes_server.cli.sandbox import confine_serving
-    from notes_server.transports.http_server import (
+    from notes_server.transports.http.server import (
         StartupError,
         create_key_file,
         listen,

@@ -125,7 +125,7 @@ def serve(
     only MCP messages."""
     from notes_server.app import check_settings, create_stdio_server
     from notes_server.tools.services import Services
-    from notes_server.transports.approval_listener import LoopbackApprovals
+    from notes_server.transports.http.approval_listener import LoopbackApprovals
     from notes_server.transports.stdio import serve_stdio
 
     settings = build_settings(
@@ -200,7 +200,7 @@ def _warm_up(services: Any, indexer: bool = False) -> None:
     if indexer and services.semantic_available():
         from notes_server.store.indexer import start_background
 
-        start_background(services.engine, services.embedder())
+        start_background(services.engine, services.embedder(), services.settings.index_poll_s)
 
 
 def _index() -> click.Command:

@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from starlette.requests import Request as HttpRequest
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from notes_server.compat_2025.http_sessions import (
@@ -67,14 +67,22 @@ from notes_server.protocol.meta import ClientMeta
 from notes_server.protocol.progress import progress_token
 from notes_server.protocol.server import McpServer
 from notes_server.protocol.versions import LATEST
-from notes_server.transports.http_responses import error_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.threads import WorkerThreads
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 SESSION_NOT_FOUND = "Session not found: it ended or expired; send initialize to start a new one"
 _T = TypeVar("_T")
 log = logging.getLogger("notes_server.legacy")
+
+
+class HttpRequest(Protocol):
+    """What this handler reads of an HTTP request: its headers (the `/mcp` handler's request
+    head, or a Starlette `Request`)."""
+
+    @property
+    def headers(self) -> Headers: ...
 
 
 class LegacyHttp:
@@ -185,7 +193,7 @@ class LegacyHttp:
         """The session: read on the event loop when that is one local indexed statement
         (embedded SQLite), else in a worker thread; its expiry, when due, in a thread."""
         store = self.store
-        if store.quick:
+        if store.runs_on_loop:
             found = store.lookup(key, principal)
         else:
             found = await self.run(lambda: store.lookup(key, principal))
@@ -233,7 +241,7 @@ class LegacyHttp:
         ):
             return self._conversation(key, handler, request, None)
         if refused is None:
-            if self._quick(request):  # cheaper than a hand-off, as on the modern path
+            if self._runs_on_loop(request):  # cheaper than a hand-off, as on the modern path
                 prepared, (result, error) = handler.start(request)
             else:
                 prepared, (result, error) = await self.run(lambda: handler.start(request))
@@ -256,8 +264,8 @@ class LegacyHttp:
         await self.run(lambda: self.store.set_log_level(key, handler.principal, level))
         return _json(200, encode_result(request.id, {}))
 
-    def _quick(self, request: Request) -> bool:
-        """A request the server marks as quick (`McpServer.runs_on_loop`: a static result, or a
+    def _runs_on_loop(self, request: Request) -> bool:
+        """A request the server runs on the loop (`McpServer.runs_on_loop`: a static result, or a
         bounded local read such as `notes_read` on embedded SQLite), named in full: a tool call
         without `workspaceUri` first reads the grants to fill it in."""
         if request.method != "tools/call":
@@ -288,7 +296,7 @@ class LegacyHttp:
             wakeups=self.wakeups,
             wait_limit=self.wait_s,
             roots_wait=self.roots_wait_s,
-            quick_polls=self.store.quick,
+            polls_on_loop=self.store.runs_on_loop,
         )
 
 

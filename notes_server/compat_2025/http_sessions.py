@@ -78,7 +78,7 @@ class SessionStore:
         return session_id
 
     @property
-    def quick(self) -> bool:
+    def runs_on_loop(self) -> bool:
         """Whether `lookup` and `poll` may run on the event loop (`runs_on_loop`)."""
         return self.repo.runs_on_loop
 

@@ -6,7 +6,7 @@ the client POSTs its JSON-RPC response separately, possibly to another worker, a
 result ends the stream. The question is recorded in the database before it is sent; whichever
 worker receives the answer writes it there (`Questions.answer`), and the worker holding the
 stream polls with backoff, woken at once when the answer lands in its own process. On embedded
-SQLite a poll is one indexed read on the event loop (`quick_polls`); an answered question's row
+SQLite a poll is one indexed read on the event loop (`polls_on_loop`); an answered question's row
 is deleted in the same worker-thread call as the retry that uses the answer.
 
 The wait is bounded by the confirmation's lifetime (then the question counts as cancelled, so
@@ -49,7 +49,7 @@ from notes_server.protocol.meta import ClientMeta
 from notes_server.protocol.progress import Emit
 from notes_server.protocol.server import internal_error
 from notes_server.store.sessions import QuestionState
-from notes_server.transports.http_progress import Relay, sse_chunk
+from notes_server.transports.http.progress import Relay, sse_chunk
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -133,7 +133,7 @@ class Conversation:
         wakeups: Wakeups,
         wait_limit: float,
         roots_wait: float = ROOTS_WAIT_S,
-        quick_polls: bool = False,
+        polls_on_loop: bool = False,
         meta: ClientMeta | None = None,
     ) -> None:
         self.handler = handler
@@ -146,7 +146,7 @@ class Conversation:
         self.wakeups = wakeups
         self.wait_limit = wait_limit
         self.roots_wait = min(wait_limit, roots_wait)
-        self.quick_polls = quick_polls
+        self.polls_on_loop = polls_on_loop
         self.answered: list[str] = []  # questions whose rows the next thread call deletes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -305,7 +305,7 @@ class Conversation:
 
     async def poll(self, row: str) -> QuestionState | None:
         """A question's state: on the event loop when that is one local read."""
-        if self.quick_polls:
+        if self.polls_on_loop:
             return self.store.poll(self.session, row)
         answer: QuestionState | None = await self.run(lambda: self.store.poll(self.session, row))
         return answer

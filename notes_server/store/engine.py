@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -32,7 +34,7 @@ from notes_server.store.faults import is_transient
 from notes_server.store.snapshot import ThreadSnapshots, pooled_read
 
 BUSY_TIMEOUT_MS = 30_000
-# Server databases: one pooled connection per HTTP worker thread (transports.http_threads keeps
+# Server databases: one pooled connection per HTTP worker thread (transports.http.threads keeps
 # 10 per process) plus a few for the stdio loop, the token cache and health checks.
 POOL_SIZE = 10
 POOL_OVERFLOW = 5
@@ -140,11 +142,30 @@ def _on_begin(conn: Connection) -> None:
 
 @contextmanager
 def write_tx(engine: Engine) -> Iterator[Connection]:
-    """One write transaction: takes the write lock first on SQLite; commits or rolls back."""
+    """One write transaction: takes the write lock first on SQLite; commits or rolls back.
+    A commit sets the engine's `write_signal` (the semantic indexer wakes on it)."""
     with engine.connect() as conn:
         conn = conn.execution_options(**{_WRITE: True})
         with conn.begin():
             yield conn
+    signal = _WRITE_SIGNALS.get(engine)
+    if signal is not None:
+        signal.set()
+
+
+_WRITE_SIGNALS: weakref.WeakKeyDictionary[Engine, threading.Event] = weakref.WeakKeyDictionary()
+_SIGNALS_LOCK = threading.Lock()
+
+
+def write_signal(engine: Engine) -> threading.Event:
+    """An event set after every committed write transaction of this engine in this process:
+    what a background worker waits on instead of polling (writes from other processes need a
+    poll of their own). Created on first ask; writes cost nothing more until then."""
+    with _SIGNALS_LOCK:
+        signal = _WRITE_SIGNALS.get(engine)
+        if signal is None:
+            signal = _WRITE_SIGNALS[engine] = threading.Event()
+        return signal
 
 
 def connect_once(engine: Engine) -> None:

@@ -58,10 +58,20 @@ def note_passages(title: str, body: str) -> list[tuple[str | None, str]]:
     return [(p.section, p.text) for p in parts]
 
 
+def _free(now: datetime) -> Any:
+    return (outbox.c.claimed_until.is_(None)) | (outbox.c.claimed_until < now)
+
+
+def claimable(conn: Connection, now: datetime) -> bool:
+    """Whether any outbox row is free to claim: a read, so that an indexer woken by a write
+    that queued nothing takes no write lock."""
+    found = conn.execute(select(outbox.c.note_seq).where(_free(now)).limit(1)).first()
+    return found is not None
+
+
 def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
     """Claim up to `batch` outbox rows (free, or whose claim expired) and read their notes."""
-    free = (outbox.c.claimed_until.is_(None)) | (outbox.c.claimed_until < now)
-    pick = select(outbox.c.note_seq).where(free).order_by(outbox.c.note_seq).limit(batch)
+    pick = select(outbox.c.note_seq).where(_free(now)).order_by(outbox.c.note_seq).limit(batch)
     if conn.dialect.name == "postgresql":
         pick = pick.with_for_update(skip_locked=True)
     seqs = [r[0] for r in conn.execute(pick)]
@@ -173,6 +183,54 @@ class SemanticHit(NamedTuple):
     text: str
 
 
+def _scope_rows(
+    conn: Connection, workspace: str, model: str, include_archived: bool
+) -> Sequence[Any]:
+    conditions = [notes.c.workspace == workspace, passages.c.model == model]
+    if not include_archived:
+        conditions.append(notes.c.archived.is_(False))
+    return conn.execute(
+        select(passages.c.note_seq, passages.c.vector, passages.c.section, passages.c.text)
+        .join_from(passages, notes, notes.c.seq == passages.c.note_seq)
+        .where(*conditions)
+        .order_by(passages.c.note_seq, passages.c.ordinal)
+    ).all()
+
+
+def _matrix(rows: Sequence[Any]) -> Any:
+    import numpy as np
+
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype="<f4").reshape(len(rows), -1)
+
+
+def scope_matrix(
+    conn: Connection, workspace: str, model: str, *, include_archived: bool
+) -> tuple[list[int], Any]:
+    """The scope's passages as (note seq per row, float32 matrix of unit rows)."""
+    rows = _scope_rows(conn, workspace, model, include_archived)
+    return [int(r[0]) for r in rows], _matrix(rows)
+
+
+def best_per_note(seqs: Sequence[int], sims: Any) -> list[tuple[int, float, int]]:
+    """(seq, similarity, row) of each note's best passage, best first (ties: seq; within a
+    note, the first passage), with no threshold: numpy throughout, no per-row Python."""
+    import numpy as np
+
+    if not len(seqs):
+        return []
+    seq_arr = np.asarray(seqs, dtype=np.int64)
+    sims = np.round(np.asarray(sims, dtype=np.float64), 6)
+    rows = np.arange(len(seq_arr))
+    order = np.lexsort((rows, -sims, seq_arr))  # by note, best passage first
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = seq_arr[order][1:] != seq_arr[order][:-1]
+    best = order[first]
+    best = best[np.lexsort((seq_arr[best], -sims[best]))]
+    return [(int(seq_arr[i]), float(sims[i]), int(i)) for i in best]
+
+
 def semantic_ranked(
     conn: Connection, workspace: str, vector: Any, model: str, *, include_archived: bool
 ) -> list[SemanticHit]:
@@ -180,28 +238,12 @@ def semantic_ranked(
     those at or above MIN_SIMILARITY only."""
     import numpy as np
 
-    conditions = [notes.c.workspace == workspace, passages.c.model == model]
-    if not include_archived:
-        conditions.append(notes.c.archived.is_(False))
-    rows = conn.execute(
-        select(passages.c.note_seq, passages.c.section, passages.c.text, passages.c.vector)
-        .join_from(passages, notes, notes.c.seq == passages.c.note_seq)
-        .where(*conditions)
-        .order_by(passages.c.note_seq, passages.c.ordinal)
-    ).all()
+    rows = _scope_rows(conn, workspace, model, include_archived)
     if not rows:
         return []
-    matrix = np.frombuffer(b"".join(bytes(r[3]) for r in rows), dtype="<f4").reshape(len(rows), -1)
-    sims = matrix @ np.asarray(vector, dtype=np.float32)
-    best: dict[int, tuple[float, int]] = {}
-    for i, r in enumerate(rows):
-        sim = float(sims[i])
-        if r[0] not in best or sim > best[r[0]][0]:
-            best[r[0]] = (sim, i)
-    hits = [
-        SemanticHit(seq, round(sim, 6), rows[i][1], rows[i][2])
-        for seq, (sim, i) in best.items()
+    sims = _matrix(rows) @ np.asarray(vector, dtype=np.float32)
+    return [
+        SemanticHit(seq, round(sim, 6), rows[i][2], rows[i][3])
+        for seq, sim, i in best_per_note([int(r[0]) for r in rows], sims)
         if sim >= MIN_SIMILARITY
     ]
-    hits.sort(key=lambda h: (-h.similarity, h.seq))
-    return hits

@@ -121,7 +121,7 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
     from notes_server.app import create_http_app, create_server
     from notes_server.config import HttpSettings, build_settings
     from notes_server.tools.services import Services
-    from notes_server.transports.http_exchange import exchange
+    from notes_server.transports.http.exchange import exchange
 
     settings = build_settings(db=f"sqlite:///{db}", principal=BENCH_PRINCIPAL)
     services = Services(settings)
@@ -162,11 +162,6 @@ def measure(db: Path, token: str, bodies: list[bytes], repeat: int) -> None:
         "exchange alone (decode .. encode)": exchange_only,
         "stdio's handle_raw (decode .. encode)": stdio_path,
     }
-    stack = getattr(app, "fallback", None)  # the Starlette stack behind a single-pass handler
-    if stack is not None:
-        variants["the Starlette stack alone"] = lambda: loop.run_until_complete(
-            _drive(stack, bodies, token)
-        )
     best = interleaved(variants, repeat)
     for name, seconds in best.items():
         print(f"{name}: {seconds / len(bodies) * 1e6:.1f} µs/request")

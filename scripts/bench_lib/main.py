@@ -64,6 +64,7 @@ class Plan:
     links_notes: int = 100_000
     links_per_note: int = 10
     links_calls: int = 400
+    stdio_payloads: int = 500  # distinct notes_read ids (notes_search: 2/5 as many queries)
 
 
 FULL = Plan(
@@ -124,6 +125,40 @@ QUICK = Plan(
     history_edits=50,
     history_calls=50,
 )
+# The test suite's smoke run (tests/test_bench_smoke.py): every suite, every row and check,
+# each on the smallest input that still takes its code path (two points where a row compares
+# process or client counts, so the plots get a curve). Its figures mean nothing.
+SMOKE = Plan(
+    cold_reps=1,
+    cold_first=("server/discover",),
+    stdio_trials=1,
+    stdio_seconds=0.1,
+    pipeline_depth=20,
+    pipeline_trials=1,
+    delete_procs=(1, 2),
+    delete_reps=1,
+    delete_seconds=0.2,
+    delete_notes=500,
+    search_sizes=(500,),
+    search_trials=1,
+    search_queries=5,
+    http_workers=(1,),
+    http_trials=1,
+    http_seconds=0.2,
+    http_clients=2,
+    http_curve=(1, 2),
+    legacy_http_curve=(1, 2),
+    legacy_http_seconds=0.2,
+    pg_clients=(1,),  # three instances already; more clients take the same path
+    pg_reps=1,
+    pg_seconds=0.3,
+    pg_search_notes=500,
+    links_notes=200,
+    links_calls=10,
+    history_edits=5,
+    history_calls=5,
+    stdio_payloads=10,
+)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -134,6 +169,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "write BENCHMARKS.md plus a latency plot.",
     )
     parser.add_argument("--quick", action="store_true", help="the < 1 minute subset")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest run through every suite and row (the test suite's check that the "
+        "bench runs; its figures mean nothing)",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -178,7 +219,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    plan = QUICK if args.quick else FULL
+    plan = SMOKE if args.smoke else QUICK if args.quick else FULL
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - set(SUITES)
     if unknown:
@@ -188,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         md_path, plot_path = args.out / "BENCHMARKS.md", args.out / "latency.png"
     else:
         md_path, plot_path = ROOT / "BENCHMARKS.md", report.default_plot_path()
-    results = Results(quick=args.quick)
+    results = Results(quick=args.quick or args.smoke, smoke=args.smoke)
     if args.baseline is not None:
         results.raw["baseline"] = json.loads(args.baseline.read_text(encoding="utf-8"))
         results.raw["baseline_path"] = str(args.baseline)
@@ -216,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         shown = [a for a in argv if not a.startswith("--out") and a != str(args.out)]
         report.write_markdown(results, md_path, plot_path if wrote_plot else None, shown)
-        dump = args.cache_dir / ("last-run-quick.json" if args.quick else "last-run.json")
+        dump = args.cache_dir / (
+            "last-run-smoke.json"
+            if args.smoke
+            else "last-run-quick.json"
+            if args.quick
+            else "last-run.json"
+        )
         dump.parent.mkdir(parents=True, exist_ok=True)
         dump.write_text(json.dumps(_summary(results, plan), indent=1, default=str))
         shutil.rmtree(workdir, ignore_errors=True)
@@ -248,6 +295,7 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             seconds=plan.stdio_seconds,
             pipeline_depth=plan.pipeline_depth,
             pipeline_trials=plan.pipeline_trials,
+            payload_count=plan.stdio_payloads,
         )
         results.timings["stdio rates"] = time.perf_counter() - t0
     if "deletes" in only:

@@ -110,7 +110,13 @@ def _mib(kib: int | None) -> str:
 
 
 def write_markdown(results: Results, path: Path, plot: Path | None, argv: list[str]) -> None:
-    mode = "quick (`--quick`)" if results.quick else "full"
+    mode = (
+        "smoke (`--smoke`: figures not meaningful)"
+        if results.smoke
+        else "quick (`--quick`)"
+        if results.quick
+        else "full"
+    )
     lines = [
         "# Benchmarks: notes-server vs an equivalent server on the official MCP Python SDK",
         "",

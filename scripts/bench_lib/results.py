@@ -58,6 +58,7 @@ class Check:
 @dataclass
 class Results:
     quick: bool
+    smoke: bool = False
     rows: list[Row] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     tables: dict[str, tuple[list[str], list[list[str]]]] = field(default_factory=dict)

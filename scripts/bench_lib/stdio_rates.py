@@ -28,13 +28,13 @@ PIPE_SECTION = "Pipelined over stdio"
 TARGETS = {"tools/list": 20.0, "notes_read": 4.0, "notes_search": 4.0}
 
 
-def _payloads(db: str) -> dict[str, list[bytes]]:
-    ids = note_ids(db, 500)
+def _payloads(db: str, count: int) -> dict[str, list[bytes]]:
+    ids = note_ids(db, count)
     return {
         "server/discover": [request(1, "server/discover")],
         "tools/list": [request(1, "tools/list")],
         "notes_read": [read_call(i, note) for i, note in enumerate(ids)],
-        "notes_search": [search_call(i, q) for i, q in enumerate(queries(200))],
+        "notes_search": [search_call(i, q) for i, q in enumerate(queries(max(1, count * 2 // 5)))],
     }
 
 
@@ -47,8 +47,9 @@ def run(
     seconds: float,
     pipeline_depth: int,
     pipeline_trials: int,
+    payload_count: int = 500,
 ) -> None:
-    payloads = _payloads(db)
+    payloads = _payloads(db, payload_count)
     logfile = workdir / "stdio.log"
     ours = StdioServer(ours_cmd(db), logfile)
     peer = StdioServer(peer_cmd(db), logfile)

@@ -75,7 +75,7 @@ def converse(
     store: Store,
     wait_limit: float = 30.0,
     *,
-    quick_polls: bool = False,
+    polls_on_loop: bool = False,
     thread_calls: list[int] | None = None,
     wakeups: Wakeups | None = None,
     on_send: Callable[[dict[str, Any]], None] | None = None,
@@ -107,7 +107,7 @@ def converse(
             run=run,
             wakeups=Wakeups() if wakeups is None else wakeups,
             wait_limit=wait_limit,
-            quick_polls=quick_polls,
+            polls_on_loop=polls_on_loop,
         )
         with anyio.fail_after(30):
             await conversation({"type": "http"}, receive, send)
@@ -203,7 +203,7 @@ def test_an_answered_question_is_forgotten_in_the_same_thread_call_as_the_retry(
 
     core, thread_calls = Watching(), []
 
-    sent = converse(core, store, quick_polls=True, thread_calls=thread_calls)
+    sent = converse(core, store, polls_on_loop=True, thread_calls=thread_calls)
 
     question = events(sent)[0]
     assert len(thread_calls) == 2
@@ -227,7 +227,9 @@ def test_an_answer_landing_in_this_process_wakes_the_waiting_stream_at_once(
             store.answer = QuestionState(json.dumps(response), False)
             wakeups.wake("h", asked[0]["id"])
 
-    sent = converse(core, store, 7200.0, quick_polls=True, wakeups=wakeups, on_send=answer_at_once)
+    sent = converse(
+        core, store, 7200.0, polls_on_loop=True, wakeups=wakeups, on_send=answer_at_once
+    )
 
     assert core.retries[0]["inputResponses"] == {"confirm": {"action": "decline"}}
     assert events(sent)[-1]["result"] == DONE

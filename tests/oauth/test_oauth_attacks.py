@@ -205,7 +205,7 @@ def test_an_access_token_is_not_a_refresh_token(flow: Flow) -> None:
 
 def test_an_oauth_access_token_cannot_approve_a_purge(flow: Flow) -> None:
     """The approval page asks the person, not the assistant holding the access token."""
-    from notes_server.transports.http import lend_authenticator
+    from notes_server.transports.http.app import lend_authenticator
 
     seen: list[Any] = []
 
@@ -213,7 +213,7 @@ def test_an_oauth_access_token_cannot_approve_a_purge(flow: Flow) -> None:
         def use_authenticator(self, verify: Any) -> None:
             seen.append(verify)
 
-    from notes_server.transports.http_auth import BearerAuthenticator
+    from notes_server.transports.http.middleware.auth import BearerAuthenticator
 
     tokens = flow.tokens()
     auth = _authenticator(flow)
@@ -224,7 +224,7 @@ def test_an_oauth_access_token_cannot_approve_a_purge(flow: Flow) -> None:
 
 
 def _authenticator(flow: Flow) -> Any:
-    from notes_server.transports.http_auth import build_authenticator
+    from notes_server.transports.http.middleware.auth import build_authenticator
     from tests.oauth.oauth_support import OAUTH
 
     services = flow.services  # type: ignore[attr-defined]

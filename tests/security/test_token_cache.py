@@ -14,8 +14,8 @@ from notes_server.security.token_cache import TTL, CachedTokenVerifier
 from notes_server.security.tokens import TokenVerifier, create_token, utc_now
 from notes_server.store import grants, tokens
 from notes_server.store.engine import make_engine, write_tx
+from notes_server.store.freshness import SqliteChangeCounter, no_counter
 from notes_server.store.tokens import SqlTokenRecords, TokenInfo
-from notes_server.transports.http_token_cache import SqliteChangeCounter, no_counter
 
 WS = "file:///home/carol/notes"
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

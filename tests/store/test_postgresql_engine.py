@@ -10,7 +10,7 @@ from sqlalchemy.exc import OperationalError
 from notes_server.store import engine as store_engine
 from notes_server.store.engine import read_tx, retrying
 from notes_server.store.faults import is_transient
-from notes_server.transports.http_threads import WORKER_THREADS
+from notes_server.transports.http.threads import WORKER_THREADS
 
 
 class _DriverError(Exception):

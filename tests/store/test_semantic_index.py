@@ -174,3 +174,62 @@ def test_keyword_hits_holding_every_word_stay_on_top_of_the_fusion() -> None:
     fused = hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=1)
     assert [seq for seq, _, _ in fused] == [4, 2, 8, 9]
     assert fused[0][1] > 1 > fused[1][1]
+
+
+HOSTILE = [
+    "x" * 10_000,
+    "!!! ??? ... ---",
+    "the of and to",
+    "\ud800 plan \udfff",
+    "\udfff",
+    "plan\x00budget",
+    "🎉🎉 plan 🎉",
+    "🎉",
+    '"NEAR( OR * AND ) title:',
+]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_queries_answer_a_result_by_meaning_too(
+    migrated_engine: Engine, embedder: embedding.Embedder, query: str, mode: str
+) -> None:
+    _insert(migrated_engine, MINE, [("plan", "the budget plan of the team")])
+    _insert(migrated_engine, THEIRS, [("plan", "the budget plan of the team")])
+    indexer.drain(migrated_engine, embedder)
+    with read_tx(migrated_engine) as conn:
+        hits = hybrid.search(
+            conn, MINE, query, mode, embedder, include_archived=False, limit=10, offset=0
+        )
+    assert all(h.hit.note.workspace == MINE for h in hits)
+    assert all(set(h.matched_by) <= {"keyword", "semantic"} for h in hits)
+    if mode == "hybrid" and "plan" in query:
+        assert [h.hit.note.title for h in hits] == ["plan"]
+
+
+def test_a_watching_indexer_wakes_on_a_write_of_its_process(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    """The poll for other processes is an hour: only the write signal can wake it in time."""
+    embedded = [threading.Event(), threading.Event()]
+
+    class Telling:
+        model = embedder.model
+        calls = 0
+
+        def embed(self, texts: list[str]) -> object:
+            vectors = embedder.embed(texts)
+            embedded[min(Telling.calls, 1)].set()
+            Telling.calls += 1
+            return vectors
+
+    _insert(migrated_engine, MINE, [("First", "embedded by the first drain")])
+    background = indexer.start_background(migrated_engine, Telling(), 3600.0)
+    try:
+        assert embedded[0].wait(60), "the first drain embedded nothing"
+        _insert(migrated_engine, MINE, [("Woken", "a write wakes the indexer")])
+        assert embedded[1].wait(60), "the indexer was not woken by the write"
+    finally:
+        background.stop()
+    done = _embedded(migrated_engine)
+    assert sorted(done.values()) == [1, 1]

@@ -609,8 +609,24 @@ def test_a_denied_write_changes_nothing(call_tool: Call, grant: Grant, notes_ws:
 
 @pytest.mark.parametrize(
     "query",
-    ["!!! ??? ...", "the of and to", "plan\x00budget", "🎉 plan 🎉", "预算", "' <-> :* & |"],
-    ids=["punctuation", "stop-words", "nul", "emoji", "cjk", "tsquery-syntax"],
+    [
+        "!!! ??? ...",
+        "the of and to",
+        "plan\x00budget",
+        "🎉 plan 🎉",
+        "预算",
+        "' <-> :* & |",
+        "x" * 500,
+    ],
+    ids=[
+        "punctuation",
+        "stop-words",
+        "nul",
+        "emoji",
+        "cjk",
+        "tsquery-syntax",
+        "at-the-length-limit",
+    ],
 )
 @pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
 def test_hostile_queries_answer_a_result_in_every_offered_mode(
@@ -630,9 +646,31 @@ def test_hostile_queries_answer_a_result_in_every_offered_mode(
         assert "not offered" in reply["error"]["message"]
 
 
-def test_a_query_over_the_length_limit_is_invalid_params(call_tool: Call, notes_ws: str) -> None:
-    reply = call_tool("notes_search", {"workspaceUri": NOTES, "query": "x" * 10_000})
+@pytest.mark.parametrize("query", ["\ud800 plan \udfff", "\udfff"], ids=["in-words", "alone"])
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
+def test_a_query_with_a_lone_surrogate_is_invalid_params_in_every_mode(
+    call_tool: Call, notes_ws: str, query: str, mode: str | None
+) -> None:
+    arguments = {"workspaceUri": NOTES, "query": query}
+    if mode is not None:
+        arguments["mode"] = mode
+    reply = call_tool("notes_search", arguments)
+    assert reply["error"] == {
+        "code": -32602,
+        "message": "Invalid params: arguments.query contains an unpaired surrogate",
+    }
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic", None])
+def test_a_query_over_the_length_limit_is_invalid_params(
+    call_tool: Call, notes_ws: str, mode: str | None
+) -> None:
+    arguments = {"workspaceUri": NOTES, "query": "budget " * 1_500}  # 10,500 characters
+    if mode is not None:
+        arguments["mode"] = mode
+    reply = call_tool("notes_search", arguments)
     assert reply["error"]["code"] == -32602
+    assert "query" in reply["error"]["message"]
 
 
 def test_search_hits_carry_section_score_and_signals(call_tool: Call, notes_ws: str) -> None:

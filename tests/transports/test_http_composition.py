@@ -19,10 +19,13 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http import build_http_app
-from notes_server.transports.http_auth import build_authenticator, principal_of
-from notes_server.transports.http_endpoint import PublicRoute
-from notes_server.transports.http_responses import json_response
+from notes_server.transports.http.app import build_http_app
+from notes_server.transports.http.middleware.auth import (
+    PublicRoute,
+    build_authenticator,
+    principal_of,
+)
+from notes_server.transports.http.responses import json_response
 from tests.transports.http_support import LOOPBACK_URL
 
 SECRET_PATH = "/srv/secret/extension.py"

@@ -23,9 +23,9 @@ from notes_server.store import migrate
 from notes_server.store.engine import make_engine
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http import build_http_app
-from notes_server.transports.http_auth import build_authenticator
-from notes_server.transports.http_responses import json_response
+from notes_server.transports.http.app import build_http_app
+from notes_server.transports.http.middleware.auth import build_authenticator
+from notes_server.transports.http.responses import json_response
 from tests.transports.http_support import LOOPBACK_URL, rpc, start_http_server
 
 APP = "https://app.example"

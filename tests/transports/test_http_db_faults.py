@@ -28,7 +28,7 @@ from notes_server.store import grants, migrate
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
-from notes_server.transports.http import build_http_app
+from notes_server.transports.http.app import build_http_app
 from tests.db_faults import fill, read_only, small_disk, write_garbage
 from tests.transports.http_support import LOOPBACK_URL, rpc
 

@@ -6,7 +6,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from notes_server.config import HttpSettings
-from notes_server.transports.http_guard import OriginHostGuard
+from notes_server.transports.http.middleware.guard import OriginHostGuard
 
 
 async def _app(scope: object, receive: object, send: object) -> None:

@@ -17,8 +17,8 @@ from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.store import migrate
 from notes_server.store.engine import make_engine
-from notes_server.transports.http_guard import OriginHostGuard
-from notes_server.transports.http_protocol import HEADER_TIMEOUT_S, MAX_HEAD_BYTES
+from notes_server.transports.http.middleware.guard import OriginHostGuard
+from notes_server.transports.http.protocol import HEADER_TIMEOUT_S, MAX_HEAD_BYTES
 from tests.transports.http_support import LOOPBACK_URL, HttpServer, rpc, start_http_server
 
 HOST_REFUSED = "Forbidden: Host not allowed"

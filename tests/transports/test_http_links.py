@@ -15,8 +15,8 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http import build_http_app
-from notes_server.transports.http_auth import build_authenticator
+from notes_server.transports.http.app import build_http_app
+from notes_server.transports.http.middleware.auth import build_authenticator
 from tests.transports.http_support import LOOPBACK_URL, rpc
 
 NOTES = "file:///home/alice/notes"

@@ -27,7 +27,7 @@ from notes_server.config import (
 from notes_server.security.tokens import create_token
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services
-from notes_server.transports.http_server import (
+from notes_server.transports.http.server import (
     StartupError,
     prepare,
     startup_problem,

@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 from notes_server.app import create_server
 from notes_server.config import HttpSettings, Settings
 from notes_server.tools.services import Services
-from notes_server.transports.http import build_http_app
-from notes_server.transports.http_auth import FixedPrincipal
-from notes_server.transports.http_threads import THREAD_NAME_PREFIX
+from notes_server.transports.http.app import build_http_app
+from notes_server.transports.http.middleware.auth import FixedPrincipal
+from notes_server.transports.http.threads import THREAD_NAME_PREFIX
 from tests.transports.http_support import LOOPBACK_URL, BlockingTool, rpc
 
 BOUND = 2

@@ -8,7 +8,9 @@ makes the next such request ask again."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +23,12 @@ from sqlalchemy import Engine
 from notes_server.compat_2025.roots import ROOTS_WAIT_S
 from notes_server.security.keyring import KeyRing
 from notes_server.security.tokens import create_token
+from notes_server.security.uri import canonical_workspace
+from notes_server.store import grants
+from notes_server.store.engine import make_engine, write_tx
 from notes_server.store.tokens import SqlTokenRecords
+from notes_server.tools.services import utc_now
+from tests import pg_support
 from tests.helpers import workspace_refusal
 from tests.transports.http_support import HttpServer, LegacyHttpHost, server_instances
 
@@ -30,26 +37,49 @@ SHARED = "file:///srv/shared"
 Pair = tuple[HttpServer, HttpServer, str]
 
 
-@pytest.fixture
-def pair(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[Pair]:
-    grant("alice", NOTES)
-    grant("alice", SHARED)
-    _, token = create_token(SqlTokenRecords(migrated_engine), "alice")
+_hosts = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Pair]:
+    """One pair of instances for the module's tests that need no settings of their own: the
+    roots belong to a session, and each test opens its own (`Host`, titles of its own)."""
+    tmp_path = tmp_path_factory.mktemp("roots-pair")
+    if pg_support.on_postgresql():
+        url = pg_support.database_url(tmp_path, per_test=False)
+    else:
+        shutil.copyfile(sqlite_template, tmp_path / "notes.db")
+        url = f"sqlite:///{tmp_path}/notes.db"
+    engine = make_engine(url)
+    try:
+        with write_tx(engine) as conn:
+            for workspace in (NOTES, SHARED):
+                grants.upsert(conn, "alice", canonical_workspace(workspace), "write", utc_now())
+        _, token = create_token(SqlTokenRecords(engine), "alice")
+    finally:
+        engine.dispose()
     env = {"NOTES_SERVER_STATE_KEYS": KeyRing.generate_spec()}
-    url = str(migrated_engine.url)
-    with server_instances(tmp_path, url, "--auth", "token", env=env) as (first, second):
-        yield first, second, token
+    try:
+        with server_instances(tmp_path, url, "--auth", "token", env=env) as (first, second):
+            yield first, second, token
+    finally:
+        if pg_support.on_postgresql():
+            pg_support.drop_database(url)
 
 
 class Host(LegacyHttpHost):
     def __init__(self, token: str, capabilities: dict[str, Any]) -> None:
         super().__init__(token, capabilities, name="roots-test", timeout=30)
+        self.tag = next(_hosts)  # the module's tests share a database: titles stay unique
+
+    def title(self, title: str) -> str:
+        return f"{title} {self.tag}"
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return self.message(method, params)
 
     def create(self, server: HttpServer, workspace: str | None, title: str) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"title": title}
+        arguments: dict[str, Any] = {"title": self.title(title)}
         if workspace is not None:
             arguments["workspaceUri"] = workspace
         call = self.request("tools/call", {"name": "notes_create", "arguments": arguments})
@@ -88,7 +118,7 @@ def events(stream: httpx.Response) -> Iterator[dict[str, Any]]:
 
 
 def create_call(host: Host, workspace: str | None, title: str) -> dict[str, Any]:
-    arguments: dict[str, Any] = {"title": title}
+    arguments: dict[str, Any] = {"title": host.title(title)}
     if workspace is not None:
         arguments["workspaceUri"] = workspace
     return host.request("tools/call", {"name": "notes_create", "arguments": arguments})

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def purge_extension(services: Services, page_base: Callable[[], str]) -> Extension:
     """`page_base()` is the approval page's origin: over HTTP the server's own (`--public-url`,
     else the bound address), where `http_routes` serve it behind the same Origin/Host guard as
-    `/mcp`; over stdio the loopback listener's (`transports.approval_listener`)."""
+    `/mcp`; over stdio the loopback listener's (`transports.http.approval_listener`)."""
 
     def http_routes() -> Sequence[BaseRoute]:
         from notes_server.features.purge.page import routes

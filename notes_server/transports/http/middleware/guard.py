@@ -31,10 +31,12 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.request import McpRequest
+from notes_server.transports.http.responses import error_response
 
 # RFC 9110 Host / RFC 6454 Origin, strictly: a reg-name or IPv4 (letters, digits, dots,
 # hyphens) or a bracketed IPv6 literal, then at most an ASCII port. No userinfo, no path, no
@@ -107,7 +109,7 @@ class OriginPolicy:
 
 class HostOriginCheck:
     """The guard's verdict from the `Host` and `Origin` values alone, so that the middleware
-    and the single-pass `POST /mcp` handler (`http_fastpath`) judge exactly alike."""
+    (Starlette's routes) and the `/mcp` chain (`GuardCheck`) judge exactly alike."""
 
     def __init__(self, http: HttpSettings) -> None:
         self.loopback = http.loopback
@@ -179,3 +181,47 @@ class OriginHostGuard:
 
     def problem(self, headers: Headers, own_forms: bool = False) -> str | None:
         return self.check.problem(headers.getlist("host"), headers.getlist("origin"), own_forms)
+
+
+# Header values seen to pass a check (a client repeats its own on every request); bounded, so
+# that varied values cannot grow it.
+_REMEMBERED_MAX = 256
+
+
+class RememberedValues:
+    """Values that passed a check, so the next request with the same ones skips the parsing;
+    emptied when full."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: set[object] = set()
+
+    def __contains__(self, values: object) -> bool:
+        return values in self.seen
+
+    def add(self, values: object) -> None:
+        if len(self.seen) >= _REMEMBERED_MAX:
+            self.seen.clear()
+        self.seen.add(values)
+
+
+class GuardCheck:
+    """The `/mcp` chain's first check: `HostOriginCheck`, with a lone Host that passed without
+    an Origin remembered (every request of a non-browser client)."""
+
+    def __init__(self, http: HttpSettings) -> None:
+        self.check = HostOriginCheck(http)
+        self.passed = RememberedValues()
+
+    async def __call__(self, request: McpRequest) -> Response | None:
+        hosts, origins = request.all(b"host"), request.all(b"origin")
+        lone = len(hosts) == 1 and not origins
+        if lone and hosts[0] in self.passed:
+            return None
+        problem = self.check.problem(hosts, origins)
+        if problem is not None:
+            return error_response(403, problem)
+        if lone:
+            self.passed.add(hosts[0])
+        return None

@@ -31,8 +31,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from notes_server.transports.http_guard import SAME_ORIGIN_KEY
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.middleware.guard import SAME_ORIGIN_KEY
+from notes_server.transports.http.request import McpRequest
+from notes_server.transports.http.responses import error_response
 
 ALLOW_HEADERS = (
     "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, "
@@ -42,6 +43,63 @@ EXPOSE_HEADERS = "mcp-session-id, www-authenticate"
 OPEN_EXPOSE_HEADERS = "www-authenticate"  # a 401 invalid_client says how to authenticate
 MAX_AGE_S = 600
 _IMPLICIT = frozenset({"HEAD", "OPTIONS"})
+_EXPOSE = (b"access-control-expose-headers", EXPOSE_HEADERS.encode("latin-1"))
+_VARY = (b"vary", b"Origin")
+
+
+def cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    """The headers `with_cors` adds, for a response built here (which has none of them)."""
+    return [(b"access-control-allow-origin", origin.encode("latin-1")), _EXPOSE, _VARY]
+
+
+def with_cors(send: Send, origin: str) -> Send:
+    """A `send` that gives the response the CORS headers of an allowed Origin."""
+
+    async def send_with_cors(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            response_headers = MutableHeaders(scope=message)
+            response_headers["Access-Control-Allow-Origin"] = origin
+            response_headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+            response_headers.add_vary_header("Origin")
+        await send(message)
+
+    return send_with_cors
+
+
+def preflight(origin: str, methods: Sequence[str], vary: bool = True) -> Response:
+    """204 for a preflight from an allowed Origin (or `*` on an open path, which does not vary
+    by Origin), listing the methods served at its path."""
+    headers = {
+        "Access-Control-Allow-Origin": origin,
+        "Access-Control-Allow-Methods": ", ".join(methods),
+        "Access-Control-Allow-Headers": ALLOW_HEADERS,
+        "Access-Control-Max-Age": str(MAX_AGE_S),
+    }
+    if vary:
+        headers["Vary"] = "Origin"
+    return Response(status_code=204, headers=headers)
+
+
+class CorsCheck:
+    """The `/mcp` chain's CORS step, after the guard: a preflight is answered (before
+    authentication: browsers send no credentials on it); any other request from an allowed
+    Origin is marked, so that its answer, refusals included, carries the CORS headers."""
+
+    def __init__(self, origin_allowed: Callable[[str], bool], methods: Sequence[str]) -> None:
+        self.origin_allowed = origin_allowed
+        self.methods = sorted(set(methods) - _IMPLICIT)
+
+    async def __call__(self, request: McpRequest) -> Response | None:
+        origins = request.all(b"origin")
+        if not origins:
+            return None
+        origin = origins[0]
+        if not self.origin_allowed(origin):  # the guard refused it already: fail closed anyway
+            return error_response(403, "Forbidden: Origin not allowed")
+        if request.method == "OPTIONS" and request.has(b"access-control-request-method"):
+            return preflight(origin, self.methods)
+        request.cors_origin = origin
+        return None
 
 
 def any_origin(route: BaseRoute) -> bool:
@@ -81,25 +139,16 @@ class CorsMiddleware:
         if is_preflight(scope, headers):
             methods = self.methods_at(scope)
             if methods:
-                await self.preflight(origin, methods)(scope, receive, send)
+                await preflight(origin, methods)(scope, receive, send)
                 return
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                response_headers = MutableHeaders(scope=message)
-                response_headers["Access-Control-Allow-Origin"] = origin
-                response_headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
-                response_headers.add_vary_header("Origin")
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
+        await self.app(scope, receive, with_cors(send, origin))
 
     async def open(self, scope: Scope, receive: Receive, send: Send) -> None:
         """An open path: `*` on every answer; a preflight from anywhere gets 204."""
         if is_preflight(scope, Headers(scope=scope)):
             methods = self.methods_at(scope)
             if methods:
-                await self.preflight("*", methods, vary=False)(scope, receive, send)
+                await preflight("*", methods, vary=False)(scope, receive, send)
                 return
 
         async def send_with_cors(message: Message) -> None:
@@ -120,18 +169,6 @@ class CorsMiddleware:
             if match is not Match.NONE and route_methods:
                 methods.update(route_methods)
         return sorted(methods - _IMPLICIT)
-
-    @staticmethod
-    def preflight(origin: str, methods: list[str], vary: bool = True) -> Response:
-        headers = {
-            "Access-Control-Allow-Origin": origin,
-            "Access-Control-Allow-Methods": ", ".join(methods),
-            "Access-Control-Allow-Headers": ALLOW_HEADERS,
-            "Access-Control-Max-Age": str(MAX_AGE_S),
-        }
-        if vary:
-            headers["Vary"] = "Origin"
-        return Response(status_code=204, headers=headers)
 
 
 def is_preflight(scope: Scope, headers: Headers) -> bool:

@@ -1,5 +1,8 @@
 """The database change counter that keeps remembered token checks honest (`security.token_cache`).
 
+It lives in the store because it is SQL and driver knowledge: the HTTP authenticator only asks
+`change_counter(...)` for a counter and calls it.
+
 For SQLite it is `PRAGMA data_version` on one dedicated connection: the value changes whenever
 any other connection, in this process or another (`notes-server token revoke`), has committed
 since the last read. It costs a few microseconds and never waits: the connection has no busy
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -52,3 +56,8 @@ class SqliteChangeCounter:
 def no_counter() -> int | None:
     """A database without a change counter: nothing is ever remembered."""
     return None
+
+
+def change_counter(sqlite_path: Path | None) -> Callable[[], int | None]:
+    """The counter for a server database: `PRAGMA data_version` for a SQLite file, else none."""
+    return no_counter if sqlite_path is None else SqliteChangeCounter(sqlite_path)

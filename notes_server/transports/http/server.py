@@ -21,6 +21,11 @@ from notes_server.security.principals import SEPARATOR
 # The composition root builds each worker's app (uvicorn needs an import string to spawn them).
 WORKER_APP = "notes_server.app:http_worker_app"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# How long a worker may leave the supervisor's health ping unanswered before it is replaced.
+# uvicorn's 5 s is shorter than the embedding model's first load, which holds the GIL for it
+# (static_model's Rust loader: 2.5 s on an idle 2-core machine, 9 s measured under load), in
+# the worker's indexer or its first semantic search.
+WORKER_HEALTHCHECK_S = 60
 
 
 class StartupError(Exception):
@@ -159,7 +164,7 @@ def run_http(settings: Settings, http: HttpSettings, sock: socket.socket) -> Non
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from notes_server.transports.http_protocol import protocol_name
+    from notes_server.transports.http.protocol import protocol_name
 
     export_worker_config(settings, http)
     config = uvicorn.Config(
@@ -175,6 +180,7 @@ def run_http(settings: Settings, http: HttpSettings, sock: socket.socket) -> Non
         proxy_headers=False,
         timeout_keep_alive=5,
         timeout_graceful_shutdown=int(http.request_timeout) + 1,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
     # uvicorn announces a socket it was handed only when it binds one itself; the line that
     # operators' scripts (and the tests) wait for is kept, in uvicorn's own words.

@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import PREFIX
-from notes_server.transports.http_responses import json_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http.request import McpRequest
+from notes_server.transports.http.responses import json_response
+from notes_server.transports.http.threads import WorkerThreads
 
 if TYPE_CHECKING:
     from notes_server.features.oauth.access import AccessTokenVerifier
@@ -39,6 +42,18 @@ ACCESS_PREFIX = (
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PRINCIPAL_KEY = "notes_principal"
 _PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+_METADATA_OF = "/mcp"  # the resource whose metadata is served (`endpoint.MCP_PATH`)
+
+
+class PublicRoute(Route):
+    """A route served without a credential (a discovery document); every other needs one."""
+
+
+class DiscoveryRoute(PublicRoute):
+    """A public document any site's script may read (an open path for CORS), as a client
+    running in a browser discovers the authorization server through it."""
+
+    any_origin = True
 
 
 class Authenticator(Protocol):
@@ -78,7 +93,7 @@ class BearerAuthenticator:
 
     def remembered_principal(self, authorization: Sequence[str]) -> str | None:
         """The principal of a stored token accepted since the database last changed, without
-        blocking (the event loop's fast path); None: call `principal_for` in a thread."""
+        blocking (answered on the event loop); None: call `principal_for` in a thread."""
         credential = bearer_credential(authorization)
         if credential is None or not credential.startswith(PREFIX):
             return None
@@ -115,8 +130,8 @@ def build_authenticator(
         return FixedPrincipal(settings.principal)
     from notes_server.security.token_cache import CachedTokenVerifier
     from notes_server.security.tokens import TokenVerifier
+    from notes_server.store.freshness import change_counter
     from notes_server.store.tokens import SqlTokenRecords
-    from notes_server.transports.http_token_cache import SqliteChangeCounter, no_counter
 
     verifier = None
     if http.jwt_jwks:
@@ -132,8 +147,7 @@ def build_authenticator(
 
         assert http.public_url, "checked at start-up"
         oauth = AccessTokenVerifier(services, http.public_url.rstrip("/") + "/mcp")
-    path = settings.sqlite_path
-    counter = no_counter if path is None else SqliteChangeCounter(path)
+    counter = change_counter(settings.sqlite_path)
     records = SqlTokenRecords(services.engine)
     tokens = CachedTokenVerifier(TokenVerifier(records), counter, recheck_here=records.runs_on_loop)
     return BearerAuthenticator(tokens, verifier, oauth)
@@ -199,7 +213,7 @@ def unauthorized(url: str, *, presented: bool) -> Response:
 class PrincipalLookup:
     """The principal for a request's `Authorization` values, or None (401): from memory on the
     event loop when the authenticator can (`remembered_principal`), else in a worker thread
-    (a token lookup reads the database). Shared by `AuthMiddleware` and `http_fastpath`."""
+    (a token lookup reads the database). Shared by `AuthMiddleware` and `AuthCheck`."""
 
     def __init__(self, auth: Authenticator, http: HttpSettings, threads: WorkerThreads) -> None:
         self.auth = auth
@@ -247,3 +261,35 @@ class AuthMiddleware:
             return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+
+class AuthCheck:
+    """The `/mcp` chain's authentication step: the principal into the request, or 401 with the
+    RFC 9728 challenge (after CORS, so an allowed Origin reads it)."""
+
+    def __init__(self, lookup: PrincipalLookup, http: HttpSettings) -> None:
+        self.lookup = lookup
+        self.http = http
+
+    async def __call__(self, request: McpRequest) -> Response | None:
+        authorization = request.all(b"authorization")
+        principal = await self.lookup(authorization)
+        if principal is None:
+            url = base_url_for(request.first(b"host"), request.scope["scheme"], self.http)
+            return unauthorized(url, presented=bool(authorization))
+        request.principal = principal
+        return None
+
+
+def metadata_routes(auth: Authenticator, http: HttpSettings) -> list[BaseRoute]:
+    """RFC 9728 Protected Resource Metadata, at the root and per resource; only when requests
+    need credentials (with `--auth none` there is nothing to discover)."""
+    if not auth.requires_credentials:
+        return []
+
+    async def metadata(request: Request) -> Response:
+        url = base_url(request.headers, request.url.scheme, http)
+        return json_response(200, resource_metadata(url, http))
+
+    paths = (METADATA_PATH, METADATA_PATH + _METADATA_OF)
+    return [DiscoveryRoute(path, metadata, methods=["GET"]) for path in paths]

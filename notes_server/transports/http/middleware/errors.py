@@ -15,8 +15,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from notes_server.errors import INTERNAL_ERROR
 from notes_server.protocol.server import internal_error
-from notes_server.transports.http_responses import error_response
-from notes_server.transports.http_threads import RequestTimeout
+from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.threads import RequestTimeout
 
 log = logging.getLogger("notes_server.http")
 
@@ -29,21 +29,27 @@ class ErrorMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
+        await answer_or_fail(self.app, scope, receive, send)
 
-        async def send_tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
 
-        try:
-            await self.app(scope, receive, send_tracked)
-        except ClientDisconnect:
-            log.debug("client disconnected before its request was read")
-        except Exception as exc:
-            if started:
-                raise  # too late for an answer: the server closes the connection
-            await failure_response(exc)(scope, receive, send)
+async def answer_or_fail(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """`app`'s answer; a failure before it started is answered with `failure_response`, one
+    after is raised (too late for an answer: the server closes the connection)."""
+    started = False
+
+    async def send_tracked(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, send_tracked)
+    except ClientDisconnect:
+        log.debug("client disconnected before its request was read")
+    except Exception as exc:
+        if started:
+            raise
+        await failure_response(exc)(scope, receive, send)
 
 
 def failure_response(exc: Exception) -> Response:

@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from notes_server.transports.http_endpoint import PublicRoute
-from notes_server.transports.http_responses import json_response
-from notes_server.transports.http_threads import WorkerThreads
+from notes_server.transports.http.middleware.auth import PublicRoute
+from notes_server.transports.http.responses import json_response
+from notes_server.transports.http.threads import WorkerThreads
 
 HEALTH_PATH = "/healthz"
 log = logging.getLogger("notes_server.http")

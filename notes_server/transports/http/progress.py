@@ -2,7 +2,7 @@
 `notifications/message` on its own SSE response.
 
 The handler runs in a worker thread; each notification it emits is handed to the event loop
-(`Relay.emit`, thread-safe). `McpEndpoint` starts with no stream at all: while the handler runs
+(`Relay.emit`, thread-safe). `McpPostHandler` starts with no stream at all: while the handler runs
 it waits for whichever comes first, the reply or a first notification. A reply first (a request
 without a progress token, or a tool that reported nothing) is the usual `application/json`
 response; a notification first turns the response into `text/event-stream` (status 200): the

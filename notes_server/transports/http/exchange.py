@@ -88,8 +88,14 @@ def exchange(
     try:
         message = decode(body)
     except DecodeFailure as failure:
-        return _error(failure.request_id, to_wire(failure.error), handler=False)
+        return undecodable(failure)
     return answer(server, message, headers, principal, notify)
+
+
+def undecodable(failure: DecodeFailure) -> Reply:
+    """The reply to a body that is no JSON-RPC request or notification (-32700, -32600, or
+    -32602 for params the parser cannot hold), with the request's id when it was readable."""
+    return _error(failure.request_id, to_wire(failure.error), handler=False)
 
 
 def answer(
@@ -99,8 +105,8 @@ def answer(
     principal: str,
     notify: Emit | None = None,
 ) -> Reply:
-    """`exchange` for a body already decoded (the single-pass handler decodes once to tell
-    modern traffic from 2025-era sessions)."""
+    """`exchange` for a body already decoded (`McpPostHandler` decodes once, to choose the
+    era)."""
     if isinstance(message, Notification):
         server.handle_notification(message)
         return Reply(202, None)

@@ -9,16 +9,19 @@ here always comes before any response has started.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Generator, Iterator
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from notes_server.transports.http_responses import error_response
+from notes_server.transports.http.request import McpRequest
+from notes_server.transports.http.responses import error_response
 from notes_server.values import is_ascii_digits
 
 BODY_READ_TIMEOUT_S = 10.0
+log = logging.getLogger("notes_server.http")
 
 
 class BodyTooLarge(Exception):
@@ -135,3 +138,40 @@ class BodyLimitMiddleware:
             await error_response(413, "Payload Too Large")(scope, receive, send)
         except BodyTooSlow:
             await error_response(408, "Request Timeout")(scope, receive, send)
+
+
+async def no_answer(scope: Scope, receive: Receive, send: Send) -> None:
+    """For a client that went away before its body was read: there is no one to answer."""
+
+
+class BodyCheck:
+    """The `/mcp` chain's last step (POSTs: GET and DELETE carry no body): the whole body read
+    once under the bounds, or 413 / 408, or no answer at all for a client that went away."""
+
+    def __init__(self, limit: int, timeout: float = BODY_READ_TIMEOUT_S) -> None:
+        self.limit = limit
+        self.timeout = timeout
+
+    async def __call__(self, request: McpRequest) -> ASGIApp | None:
+        if request.method != "POST":
+            return None
+        declared = request.values.get(b"content-length")
+        bounded = BoundedBody(
+            request.receive, None if declared is None else declared[0], self.limit, self.timeout
+        )
+        chunks: list[bytes] = []
+        try:
+            while True:
+                message = await bounded()
+                if message["type"] != "http.request":
+                    log.debug("client disconnected before its request was read")
+                    return no_answer
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+        except BodyTooLarge:
+            return error_response(413, "Payload Too Large")
+        except BodyTooSlow:
+            return error_response(408, "Request Timeout")
+        request.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return None

@@ -80,8 +80,8 @@ class LoopbackApprovals:
 
         from notes_server.features.purge.login import CodeLogin
         from notes_server.features.purge.page import routes
-        from notes_server.transports.http_guard import OriginHostGuard
-        from notes_server.transports.http_limits import BodyLimitMiddleware
+        from notes_server.transports.http.middleware.guard import OriginHostGuard
+        from notes_server.transports.http.middleware.limits import BodyLimitMiddleware
 
         assert self.services is not None, "attach() before base()"
         http = HttpSettings(host="127.0.0.1", port=self.port)

@@ -24,8 +24,8 @@ from typing import Any
 HEADER_TIMEOUT_S = 10.0
 MAX_HEAD_BYTES = 16 * 1024
 HEAD_TOO_LARGE = "Request head too large."
-HTTPTOOLS_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutHttpToolsProtocol"
-H11_PROTOCOL = "notes_server.transports.http_protocol:HeaderTimeoutH11Protocol"
+HTTPTOOLS_PROTOCOL = "notes_server.transports.http.protocol:HeaderTimeoutHttpToolsProtocol"
+H11_PROTOCOL = "notes_server.transports.http.protocol:HeaderTimeoutH11Protocol"
 
 
 class _HeadDeadline:
