@@ -223,3 +223,60 @@ def test_hostile_queries_answer_a_result(migrated_engine: Engine, query: str) ->
     assert all(h.note.workspace == MINE for h in hits)
     if any(w in query for w in ("plan", "the")):
         assert len(hits) == 1
+
+
+def test_a_short_page_is_the_head_of_the_whole_ranking_across_equal_scores(
+    migrated_engine: Engine,
+) -> None:
+    # Many notes share each score (same words, same title flags): the page is cut inside a
+    # group of equal scores, and ties go by age on every page.
+    rows = [("x", "alpha beta")] * 7 + [("alpha", "beta")] * 5 + [("y", "alpha")] * 9
+    rows += [("beta", "nothing else")] * 4
+    _insert(migrated_engine, MINE, rows)
+    whole = _found(migrated_engine, "alpha beta", limit=100)
+    assert len(whole) == 25
+    for limit in (1, 3, 6, 8, 13):
+        head = _found(migrated_engine, "alpha beta", limit=limit)
+        assert [(h.note.id, h.rank) for h in head] == [
+            (h.note.id, h.rank) for h in whole[:limit]
+        ]
+    every_word = [h for h in whole if h.rank >= 40]
+    assert len(every_word) == 12
+
+
+def test_a_tag_filter_pages_the_tagged_notes_in_the_scope_ranking(
+    migrated_engine: Engine,
+) -> None:
+    above = [("plan", "plan for the team")] * 6
+    tagged = [("notes", "a plan #keep"), ("plan", "the plan #keep")]
+    _insert(migrated_engine, MINE, above)
+    low, high = _insert(migrated_engine, MINE, tagged)
+    with read_tx(migrated_engine) as conn:
+        ranked = search.search(
+            conn, MINE, "plan", include_archived=False, limit=50, offset=0, tags=["keep"]
+        )
+        first = search.search(
+            conn, MINE, "plan", include_archived=False, limit=1, offset=0, tags=["keep"]
+        )
+        second = search.search(
+            conn, MINE, "plan", include_archived=False, limit=1, offset=1, tags=["keep"]
+        )
+    assert [h.note.id for h in ranked] == [high, low]
+    assert [h.note.id for h in first + second] == [high, low]
+
+
+def test_the_scope_statistics_follow_writes_after_an_earlier_search(
+    migrated_engine: Engine,
+) -> None:
+    # The idf of a word grows with the scope's size: a score computed before new notes were
+    # written must not be reused after them (nor after an archive).
+    (only,) = _insert(migrated_engine, MINE, [("x", "zephyr here"), ("y", "other")])[:1]
+    (before,) = _found(migrated_engine, "zephyr")
+    _insert(migrated_engine, MINE, [("z", f"filler {i}") for i in range(8)])
+    (grown,) = _found(migrated_engine, "zephyr")
+    assert grown.note.id == only
+    assert grown.rank > before.rank
+    with write_tx(migrated_engine) as conn:
+        conn.execute(update(notes.notes).where(notes.notes.c.title == "z").values(archived=True))
+    (shrunk,) = _found(migrated_engine, "zephyr")
+    assert shrunk.rank == before.rank
