@@ -237,9 +237,7 @@ def test_a_short_page_is_the_head_of_the_whole_ranking_across_equal_scores(
     assert len(whole) == 25
     for limit in (1, 3, 6, 8, 13):
         head = _found(migrated_engine, "alpha beta", limit=limit)
-        assert [(h.note.id, h.rank) for h in head] == [
-            (h.note.id, h.rank) for h in whole[:limit]
-        ]
+        assert [(h.note.id, h.rank) for h in head] == [(h.note.id, h.rank) for h in whole[:limit]]
     every_word = [h for h in whole if h.rank >= 40]
     assert len(every_word) == 12
 
