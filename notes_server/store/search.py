@@ -270,16 +270,12 @@ def sqlite_candidates(query: Query, include_archived: bool) -> tuple[str, dict[s
         union.append(
             f"SELECT seq FROM notes WHERE workspace = :workspace{live} AND ({' OR '.join(short)})"
         )
-    flags = list(zip(held, mask_bits(len(query.terms))[0], strict=True))
-    flags += zip(titled, mask_bits(len(query.terms))[1], strict=True)
+    held_bits, title_bits, phrase_bit = mask_bits(len(query.terms))
+    flags = [*zip(held, held_bits, strict=True), *zip(titled, title_bits, strict=True)]
     if query.phrase is not None:
         params["phrase"] = '"' + " ".join(query.phrase) + '"*'
-        flags.append(
-            (
-                f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :phrase)",
-                mask_bits(len(query.terms))[2],
-            )
-        )
+        phrase = f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :phrase)"
+        flags.append((phrase, phrase_bit))
     # Each `IN (SELECT ...)` above is uncorrelated: SQLite builds its set once. CROSS JOIN
     # keeps the matches as the outer loop (each note then looked up by primary key); left to
     # itself the planner may walk the workspace's notes instead and run the whole match once
