@@ -207,13 +207,14 @@ class RankedSearch(_NewestFirst):
 
 
 def notes_by_seq(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
-    """The notes of these seqs that are in the workspace, by seq."""
+    """The notes of these seqs that are in the workspace, by seq. The workspace is checked on
+    the rows read, not in the WHERE: with it there, SQLite plans the read from the workspace
+    index and walks every note of the workspace (11 ms for 20 notes at 100,000, against 0.2
+    by primary key)."""
     if not seqs:
         return {}
-    rows = conn.execute(
-        select(*COLUMNS, notes.c.seq).where(notes.c.seq.in_(seqs), notes.c.workspace == workspace)
-    ).all()
-    return {r[10]: NoteRecord.from_row(r) for r in rows}
+    rows = conn.execute(select(*COLUMNS, notes.c.seq).where(notes.c.seq.in_(seqs))).all()
+    return {r[10]: NoteRecord.from_row(r) for r in rows if r[1] == workspace}
 
 
 def _fts_word(word: str, title: bool = False) -> str:
@@ -344,12 +345,10 @@ class SqliteSearch(DriverRun, Fts5Search):
     def _records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
         if not seqs:
             return {}
-        sql = (
-            f"SELECT {_PAGE_COLUMNS}, seq FROM notes "
-            f"WHERE seq IN ({', '.join('?' * len(seqs))}) AND workspace = ?"
-        )
-        rows = driver_connection(conn).execute(sql, [*seqs, workspace]).fetchall()
-        return {r[10]: NoteRecord.from_driver_row(r) for r in rows}
+        # By primary key, the workspace checked on the rows read (as `notes_by_seq` says why).
+        sql = f"SELECT {_PAGE_COLUMNS}, seq FROM notes WHERE seq IN ({', '.join('?' * len(seqs))})"
+        rows = driver_connection(conn).execute(sql, seqs).fetchall()
+        return {r[10]: NoteRecord.from_driver_row(r) for r in rows if r[1] == workspace}
 
 
 def _listed(seqs: list[int]) -> Callable[[], list[int]]:
