@@ -47,6 +47,13 @@ def test_the_smoke_benchmark_writes_the_report_and_the_plot(tmp_path: Path) -> N
         assert heading in report, f"BENCHMARKS.md lacks {heading!r}"
     for measured in ("Cold start", "Lock-step", "Pipelined", "Confirmed delete", "Search"):
         assert measured in report, f"BENCHMARKS.md has no {measured!r} results"
+    for floor_table in (
+        "### Speed to the floor: lock-step over stdio",
+        "### Speed to the floor: cold start to the first `server/discover`",
+    ):
+        assert floor_table in report, f"BENCHMARKS.md lacks {floor_table!r}"
+    for kind in ("server/discover", "tools/list", "notes_read"):
+        assert f"floor: lock-step `{kind}` rate" in report  # its target row
     assert "HTTP" in report  # measured, or recorded as not available
     assert "PostgreSQL" in report  # measured, or recorded as skipped
     plot = (out / "latency.png").read_bytes()

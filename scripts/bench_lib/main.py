@@ -17,6 +17,7 @@ from bench_lib import (
     completion,
     datasets,
     deletes,
+    floor,
     history_cost,
     http_bench,
     http_load,
@@ -30,7 +31,18 @@ from bench_lib import (
 from bench_lib.common import ROOT, SOURCE_OVERRIDE, loadavg, log
 from bench_lib.results import Results
 
-SUITES = ("cold", "stdio", "deletes", "search", "http", "legacy-http", "pg", "links", "history")
+SUITES = (
+    "cold",
+    "stdio",
+    "floor",
+    "deletes",
+    "search",
+    "http",
+    "legacy-http",
+    "pg",
+    "links",
+    "history",
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ class Plan:
     links_per_note: int = 10
     links_calls: int = 400
     stdio_payloads: int = 500  # distinct notes_read ids (notes_search: 2/5 as many queries)
+    floor_cold_reps: int = 20  # cold starts of ours and of the `python -c` floor, each
 
 
 FULL = Plan(
@@ -124,6 +137,7 @@ QUICK = Plan(
     links_calls=60,
     history_edits=50,
     history_calls=50,
+    floor_cold_reps=6,
 )
 # The test suite's smoke run (tests/test_bench_smoke.py): every suite, every row and check,
 # each on the smallest input that still takes its code path (two points where a row compares
@@ -158,6 +172,7 @@ SMOKE = Plan(
     history_edits=5,
     history_calls=5,
     stdio_payloads=10,
+    floor_cold_reps=1,
 )
 
 
@@ -191,7 +206,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(SUITES),
-        help=f"comma-separated subset of {', '.join(SUITES)} (legacy-http: 2025-11-25 HTTP "
+        help=f"comma-separated subset of {', '.join(SUITES)} (floor: our stdio rates and cold "
+        "start beside a bare Python process that parses each request and writes our reply "
+        "bytes; legacy-http: 2025-11-25 HTTP "
         "sessions with an elicitation round trip per round, 1 to 64 clients; pg: PostgreSQL "
         "beside SQLite, on "
         "throw-away databases of the server at $NOTES_BENCH_PG_URL, default the local one; "
@@ -298,6 +315,18 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             payload_count=plan.stdio_payloads,
         )
         results.timings["stdio rates"] = time.perf_counter() - t0
+    if "floor" in only:
+        t0 = time.perf_counter()
+        floor.run(
+            results,
+            base.path,
+            workdir,
+            trials=plan.stdio_trials,
+            seconds=plan.stdio_seconds,
+            cold_reps=plan.floor_cold_reps,
+            payload_count=plan.stdio_payloads,
+        )
+        results.timings["floor"] = time.perf_counter() - t0
     if "deletes" in only:
         t0 = time.perf_counter()
         info = datasets.cached(cache / "db", plan.delete_notes)
