@@ -6,6 +6,7 @@ call's SSE stream, the answer in a second POST), on one database."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,14 @@ def create(client: LegacyClient) -> str:
     return note_id
 
 
+UPDATED = re.compile(r"\(updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)")
+
+
 def same_note(value: Any, note_id: str) -> Any:
-    """`value` with the note's id written as NOTE (each transport deletes its own note)."""
-    return json.loads(json.dumps(value).replace(note_id, "NOTE"))
+    """`value` with the note's id written as NOTE and its update time as WHEN (each transport
+    deletes its own note, created a moment apart)."""
+    text = UPDATED.sub("(updated WHEN)", json.dumps(value).replace(note_id, "NOTE"))
+    return json.loads(text)
 
 
 @pytest.mark.parametrize("answer", [decline, accept_unconfirmed], ids=lambda a: a.__name__)
