@@ -20,10 +20,11 @@ from notes_server.store.search_rank import complete, snippet
 from notes_server.store.search_terms import Query, fold, parse, words
 
 # Measured on the retrieval eval (scripts/bench_lib/retrieval.py, man pages, both halves of the
-# queries): k=10 found more by description than the usual 60 (test half recall@10 0.688
-# against 0.679, MRR 0.448 against 0.441; dev 0.699 against 0.688) and kept exact titles where
-# keyword search has them. A semantic weight, a similarity floor or a confidence gate did not
-# beat it on both halves (BENCHMARKS.md).
+# queries): k=10 found more by description than the usual 60 and kept exact titles. With the
+# title pin (test half): description recall@10 0.744 against keyword's 0.666 (all-word pin:
+# 0.688), exact titles 0.993 / MRR 0.957 against keyword's 0.990 / 0.947. No semantic weight,
+# k=30/60 or mean pooling beat it on both halves; a 0.2 floor won one dev query and tied test
+# recall, not worth letting weaker neighbours in (BENCHMARKS.md).
 RRF_K = 10
 # The title rule looks at this many of the keyword hits that hold every word (the top tier),
 # so that a one-word query matching thousands of notes reads a bounded number of titles.

@@ -17,10 +17,13 @@ Queries are derived mechanically, never written or tuned by hand:
 The previous derivation (8 words sampled from one paragraph of the target, plus 2 noise words)
 gave keyword search its own words back: recall@10 0.987 on 79 notes, a test of nothing.
 
-Fusion choices are made on the `dev` half of the queries (a seeded split) and reported on both
-halves; the `test` half is the one to quote. recall@10 (the relevant note is in the first 10)
-and MRR@10, per mode and query kind, through the store's ranking functions in-process on a
-fresh SQLite database, after the indexer embedded every note. Run from the repository root:
+Besides the server's fusion ("hybrid") the same ranked lists are fused other ways side by side
+(which keyword hits are pinned, RRF k, a semantic weight, a similarity floor, a note scored by
+its best passage or by the mean over its passages). Fusion choices are made on the `dev` half
+of the queries (a seeded split) and reported on both halves; the `test` half is the one to
+quote. recall@10 (the relevant note is in the first 10) and MRR@10, per mode and query kind,
+through the store's ranking functions in-process on a fresh SQLite database, after the indexer
+embedded every note. Run from the repository root:
 `.venv/bin/python -m scripts.bench_lib.retrieval [man|pydoc]`.
 """
 
