@@ -187,6 +187,7 @@ class Lists(NamedTuple):
     kw: list[int]
     sem: list[tuple[int, float]]
     mean: list[tuple[int, float]]
+    top2: list[tuple[int, float]]  # the mean of the note's two best passages
     pinned: int
     pins: list[int]
 
@@ -208,10 +209,10 @@ def _strategies() -> dict[str, Strategy]:
         pin: str, weight: float = 1.0, k: int = 10, pool: str = "max", cut: float = floor
     ) -> Strategy:
         def run(q: Lists) -> list[int]:
-            near = q.sem if pool == "max" else q.mean
+            near = {"max": q.sem, "mean": q.mean, "top2": q.top2}[pool]
             kept = [s for s, sim in near if sim >= cut]
             pinned: int | list[int] = {"all-word": q.pinned, "title": q.pins, "none": 0}[pin]
-            fused = hybrid.fuse(q.kw, kept, pinned, semantic_weight=weight, k=k)
+            fused = hybrid.fuse(q.kw[:depth], kept, pinned, semantic_weight=weight, k=k)
             return [f[0] for f in fused]
 
         return run
@@ -230,6 +231,12 @@ def _strategies() -> dict[str, Strategy]:
         out[f"rrf k=10 title pinned mean-pooled floor 0.0 x{weight}"] = rrf(
             "title", weight, pool="mean", cut=0.0
         )
+    for cut in (0.0, 0.35):
+        out[f"rrf k=10 title pinned top-2-passage mean floor {cut}"] = rrf(
+            "title", pool="top2", cut=cut
+        )
+    for depth in (20, 50):
+        out[f"rrf k=10 title pinned keyword cut at {depth}"] = rrf("title", depth=depth)
     return out
 
 
@@ -302,6 +309,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     np.asarray(seqs, dtype=np.int64), return_inverse=True
                 )
                 per_note = np.bincount(row_note).astype(np.float64)
+                first_row = np.concatenate(([0], np.cumsum(per_note)[:-1])).astype(np.int64)
             titles = {seq_of[i]: doc.title for i, doc in enumerate(docs)}
             for item in asked:
                 parsed = parse(item.query)
@@ -319,6 +327,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 pins = hybrid.title_pins(parsed, item.query, kw[:pinned], titles) if parsed else []
                 near: list[tuple[int, float]] = []
                 mean: list[tuple[int, float]] = []
+                top2: list[tuple[int, float]] = []
                 if embedder is not None and matrix is not None and seqs is not None:
                     t0 = time.perf_counter()
                     vector = embedder.embed([item.query])[0]
@@ -330,7 +339,17 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     means = np.bincount(row_note, weights=sims) / per_note
                     order = np.lexsort((note_ids, -np.round(means, 6)))[:LIST_DEPTH]
                     mean = [(int(note_ids[i]), float(means[i])) for i in order]
-                lists.append((item, Lists(kw[:LIST_DEPTH], near[:LIST_DEPTH], mean, pinned, pins)))
+                    by_note = np.lexsort((-sims, row_note))  # each note's passages, best first
+                    rank_in = np.arange(len(by_note)) - first_row[row_note[by_note]]
+                    best2 = by_note[rank_in < 2]
+                    two = np.bincount(row_note[best2], weights=sims[best2]) / np.minimum(
+                        per_note, 2
+                    )
+                    order = np.lexsort((note_ids, -np.round(two, 6)))[:LIST_DEPTH]
+                    top2 = [(int(note_ids[i]), float(two[i])) for i in order]
+                lists.append(
+                    (item, Lists(kw[:LIST_DEPTH], near[:LIST_DEPTH], mean, top2, pinned, pins))
+                )
         engine.dispose()
     index_of = {seq: i for i, seq in seq_of.items()}
     modes: dict[str, Strategy] = {"keyword": lambda q: q.kw}
