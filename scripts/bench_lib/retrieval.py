@@ -206,7 +206,12 @@ def _strategies() -> dict[str, Strategy]:
         return [f[0] for f in hybrid.fuse_ranked(q.kw, q.sem, q.pins)]
 
     def rrf(
-        pin: str, weight: float = 1.0, k: int = 10, pool: str = "max", cut: float = floor
+        pin: str,
+        weight: float = 1.0,
+        k: int = 10,
+        pool: str = "max",
+        cut: float = floor,
+        depth: int = LIST_DEPTH,
     ) -> Strategy:
         def run(q: Lists) -> list[int]:
             near = {"max": q.sem, "mean": q.mean, "top2": q.top2}[pool]
@@ -235,8 +240,8 @@ def _strategies() -> dict[str, Strategy]:
         out[f"rrf k=10 title pinned top-2-passage mean floor {cut}"] = rrf(
             "title", pool="top2", cut=cut
         )
-    for depth in (20, 50):
-        out[f"rrf k=10 title pinned keyword cut at {depth}"] = rrf("title", depth=depth)
+    for cut_at in (20, 50):
+        out[f"rrf k=10 title pinned keyword cut at {cut_at}"] = rrf("title", depth=cut_at)
     return out
 
 
