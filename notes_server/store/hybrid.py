@@ -1,27 +1,34 @@
 """Hybrid search: the keyword ranking and the semantic ranking of one scope, fused by
 reciprocal rank fusion (score = sum of 1 / (RRF_K + rank) over the lists a note is in; ties by
-seq), so the fused order is a pure function of the two lists; keyword hits holding the exact
-phrase or every word of the query stay on top, as in keyword mode. Both lists are computed over the
-scope alone (keyword.RankedSearch, semantic.semantic_ranked)."""
+seq), so the fused order is a pure function of the two lists. Only keyword hits whose *title*
+holds every word of the query (or is the query) stay on top, in keyword order: a note that merely
+mentions every word somewhere in its body is fused like any other, since pinning those buried
+what the semantic list found (BENCHMARKS.md, retrieval). Both lists are computed over the scope
+alone (keyword.RankedSearch, semantic.semantic_ranked)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from notes_server.store import search as keyword
 from notes_server.store import semantic
+from notes_server.store.models import notes_table as notes
 from notes_server.store.search_rank import complete, snippet
-from notes_server.store.search_terms import parse
+from notes_server.store.search_terms import Query, fold, parse, words
 
 # Measured on the retrieval eval (scripts/bench_lib/retrieval.py, man pages, both halves of the
-# queries): k=10 found more by description than the usual 60 (test half recall@10 0.688
-# against 0.679, MRR 0.448 against 0.441; dev 0.699 against 0.688) and kept exact titles where
-# keyword search has them. A semantic weight, a similarity floor or a confidence gate did not
-# beat it on both halves (BENCHMARKS.md).
+# queries): k=10 found more by description than the usual 60 and kept exact titles. With the
+# title pin (test half): description recall@10 0.744 against keyword's 0.666 (all-word pin:
+# 0.688), exact titles 0.993 / MRR 0.957 against keyword's 0.990 / 0.947. No semantic weight,
+# k=30/60 or mean pooling beat it on both halves; a 0.2 floor won one dev query and tied test
+# recall, not worth letting weaker neighbours in (BENCHMARKS.md).
 RRF_K = 10
+# The title rule looks at this many of the keyword hits that hold every word (the top tier),
+# so that a one-word query matching thousands of notes reads a bounded number of titles.
+TITLE_CHECK = 200
 
 
 class FusedHit(NamedTuple):
@@ -32,14 +39,14 @@ class FusedHit(NamedTuple):
 def fuse(
     keyword: list[int],
     semantic_: list[int],
-    pinned: int = 0,
+    pinned: int | Sequence[int] = 0,
     *,
     semantic_weight: float = 1.0,
     k: int = RRF_K,
 ) -> list[tuple[int, float, tuple[str, ...]]]:
-    """(seq, fused score, signals) best first, from two ranked lists of seqs. The first
-    `pinned` keyword hits (the exact phrase or every word) stay first, in keyword order, their
-    score raised by 1; the rest are in fused order."""
+    """(seq, fused score, signals) best first, from two ranked lists of seqs. `pinned`: a
+    count pins that many first keyword hits, a sequence pins those keyword hits, in its order;
+    pinned hits stay first, their score raised by 1; the rest are in fused order."""
     scores: dict[int, float] = {}
     signals: dict[int, list[str]] = {}
     for name, ranked, weight in (
@@ -49,7 +56,8 @@ def fuse(
         for rank, seq in enumerate(ranked, start=1):
             scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
             signals.setdefault(seq, []).append(name)
-    top = {seq: i for i, seq in enumerate(keyword[:pinned])}
+    pins = keyword[:pinned] if isinstance(pinned, int) else [s for s in pinned if s in scores]
+    top = {seq: i for i, seq in enumerate(pins)}
     fused = [
         (seq, round(score + (seq in top), 9), tuple(signals[seq])) for seq, score in scores.items()
     ]
@@ -57,12 +65,48 @@ def fuse(
     return fused
 
 
+def title_holds(query: Query, text: str, title: str) -> bool:
+    """Whether the title is the query, or holds every content word of it (whole words, case
+    and diacritics folded; a spaceless-script piece as a substring)."""
+    folded = fold(title)
+    if " ".join(words(folded)) == " ".join(words(fold(text))):
+        return True
+    held = {fold(w) for w in words(title)}
+    for i in query.content:
+        term = query.terms[i]
+        if fold(term.text) not in (folded if term.substring else held):
+            return False
+    return True
+
+
+def title_pins(
+    query: Query, text: str, complete: Sequence[int], titles: Mapping[int, str]
+) -> list[int]:
+    """The keyword hits to pin, in keyword order: of the top-tier hits `complete` (every word
+    or the phrase), the first TITLE_CHECK, those whose title holds the query."""
+    return [
+        seq
+        for seq in complete[:TITLE_CHECK]
+        if seq in titles and title_holds(query, text, titles[seq])
+    ]
+
+
 def fuse_ranked(
-    keyword: list[int], nearest: Sequence[tuple[int, float]], pinned: int
+    keyword: list[int], nearest: Sequence[tuple[int, float]], pinned: int | Sequence[int]
 ) -> list[tuple[int, float, tuple[str, ...]]]:
     """The server's fusion of a keyword list and a semantic (seq, similarity) list."""
     kept = [seq for seq, sim in nearest if sim >= semantic.MIN_SIMILARITY]
     return fuse(keyword, kept, pinned)
+
+
+def _titles(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, str]:
+    """The titles of these notes (only titles: the rule needs no body)."""
+    rows = conn.execute(
+        select(notes.c.seq, notes.c.title).where(
+            notes.c.seq.in_(seqs), notes.c.workspace == workspace
+        )
+    ).all()
+    return {int(r[0]): str(r[1]) for r in rows}
 
 
 def search(
@@ -90,12 +134,15 @@ def search(
     if mode == "semantic":
         fused = [(h.seq, h.similarity, ("semantic",)) for h in nearest]
     else:
-        pinned = 0
-        while pinned < len(ranked) and parsed is not None and complete(parsed, ranked[pinned]):
-            pinned += 1
-        fused = fuse_ranked(
-            [r.seq for r in ranked], [(h.seq, h.similarity) for h in nearest], pinned
-        )
+        top = 0
+        while top < len(ranked) and parsed is not None and complete(parsed, ranked[top]):
+            top += 1
+        pins: list[int] = []
+        if parsed is not None and top:
+            tops = [r.seq for r in ranked[: min(top, TITLE_CHECK)]]
+            titles = _titles(conn, workspace, tops)
+            pins = title_pins(parsed, query, tops, titles)
+        fused = fuse_ranked([r.seq for r in ranked], [(h.seq, h.similarity) for h in nearest], pins)
     if tags:
         carrying = keyword.tagged_seqs(conn, workspace, include_archived, tags)
         fused = [f for f in fused if f[0] in carrying]

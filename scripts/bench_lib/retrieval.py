@@ -17,10 +17,13 @@ Queries are derived mechanically, never written or tuned by hand:
 The previous derivation (8 words sampled from one paragraph of the target, plus 2 noise words)
 gave keyword search its own words back: recall@10 0.987 on 79 notes, a test of nothing.
 
-Fusion choices are made on the `dev` half of the queries (a seeded split) and reported on both
-halves; the `test` half is the one to quote. recall@10 (the relevant note is in the first 10)
-and MRR@10, per mode and query kind, through the store's ranking functions in-process on a
-fresh SQLite database, after the indexer embedded every note. Run from the repository root:
+Besides the server's fusion ("hybrid") the same ranked lists are fused other ways side by side
+(which keyword hits are pinned, RRF k, a semantic weight, a similarity floor, a note scored by
+its best passage or by the mean over its passages). Fusion choices are made on the `dev` half
+of the queries (a seeded split) and reported on both halves; the `test` half is the one to
+quote. recall@10 (the relevant note is in the first 10) and MRR@10, per mode and query kind,
+through the store's ranking functions in-process on a fresh SQLite database, after the indexer
+embedded every note. Run from the repository root:
 `.venv/bin/python -m scripts.bench_lib.retrieval [man|pydoc]`.
 """
 
@@ -176,43 +179,69 @@ def queries(docs: list[Doc], per_kind: int | None = None) -> list[Asked]:
     return asked
 
 
-# Fusion strategies measured side by side on the same ranked lists: name -> f(keyword seqs,
-# semantic (seq, similarity) list, pinned) -> fused seqs. "hybrid" is the server's own.
-Strategy = Callable[[list[int], list[tuple[int, float]], int], list[int]]
+class Lists(NamedTuple):
+    """One query's ranked lists, cut at LIST_DEPTH: keyword seqs, semantic (seq, similarity)
+    by best passage (max) and by the mean over the note's passages, how many first keyword hits
+    hold every word, and the server's title pins."""
+
+    kw: list[int]
+    sem: list[tuple[int, float]]
+    mean: list[tuple[int, float]]
+    top2: list[tuple[int, float]]  # the mean of the note's two best passages
+    pinned: int
+    pins: list[int]
+
+
+# Fusion strategies measured side by side on the same ranked lists: name -> f(lists) -> fused
+# seqs. "hybrid" is the server's own.
+Strategy = Callable[[Lists], list[int]]
 
 
 def _strategies() -> dict[str, Strategy]:
-    from notes_server.store import hybrid
+    from notes_server.store import hybrid, semantic
 
-    def server(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
-        return [f[0] for f in hybrid.fuse_ranked(kw, sem, pinned)]
+    floor = semantic.MIN_SIMILARITY
 
-    def rrf(weight: float, gate: float = 0.0, floor: float = 0.0, k: int = 60) -> Strategy:
-        def run(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
-            kept = [s for s, sim in sem if sim >= floor]
-            if not sem or sem[0][1] < gate:
-                kept = []
-            fused = hybrid.fuse(kw, kept, pinned, semantic_weight=weight, k=k)
+    def server(q: Lists) -> list[int]:
+        return [f[0] for f in hybrid.fuse_ranked(q.kw, q.sem, q.pins)]
+
+    def rrf(
+        pin: str,
+        weight: float = 1.0,
+        k: int = 10,
+        pool: str = "max",
+        cut: float = floor,
+        depth: int = LIST_DEPTH,
+    ) -> Strategy:
+        def run(q: Lists) -> list[int]:
+            near = {"max": q.sem, "mean": q.mean, "top2": q.top2}[pool]
+            kept = [s for s, sim in near if sim >= cut]
+            pinned: int | list[int] = {"all-word": q.pinned, "title": q.pins, "none": 0}[pin]
+            fused = hybrid.fuse(q.kw[:depth], kept, pinned, semantic_weight=weight, k=k)
             return [f[0] for f in fused]
 
         return run
 
-    def unpinned(kw: list[int], sem: list[tuple[int, float]], pinned: int) -> list[int]:
-        return [f[0] for f in hybrid.fuse(kw, [s for s, _ in sem], 0, k=60)]
-
-    out: dict[str, Strategy] = {"hybrid": server, "rrf k=60 unpinned": unpinned}
-    for weight in (0.5, 1.0, 1.5, 2.0, 3.0):  # k=60 unless named
-        out[f"rrf semantic x{weight}"] = rrf(weight)
-    for floor in (0.0, 0.2, 0.35, 0.5):
-        out[f"rrf floor {floor}"] = rrf(1.0, floor=floor)
-    for gate in (0.4, 0.5, 0.6):
-        out[f"rrf gate top>={gate}"] = rrf(1.0, gate=gate)
-    out["rrf k=10 unpinned"] = lambda kw, sem, p: [
-        f[0] for f in hybrid.fuse(kw, [s for s, _ in sem], 0, k=10)
-    ]
-    for k in (10, 30):
-        out[f"rrf k={k}"] = rrf(1.0, k=k)
-        out[f"rrf k={k} floor 0.5"] = rrf(1.0, k=k, floor=0.5)
+    out: dict[str, Strategy] = {"hybrid": server}
+    out["rrf k=10 all-word pinned (before)"] = rrf("all-word")
+    out["rrf k=10 unpinned"] = rrf("none")
+    for k in (10, 30, 60):
+        out[f"rrf k={k} title pinned"] = rrf("title", k=k)
+    for weight in (0.5, 0.75, 1.25, 1.5, 2.0):
+        out[f"rrf k=10 title pinned semantic x{weight}"] = rrf("title", weight)
+    for cut in (0.0, 0.2):
+        out[f"rrf k=10 title pinned mean-pooled floor {cut}"] = rrf("title", pool="mean", cut=cut)
+        out[f"rrf k=10 title pinned max-pooled floor {cut}"] = rrf("title", cut=cut)
+    for weight in (0.75, 1.5):
+        out[f"rrf k=10 title pinned mean-pooled floor 0.0 x{weight}"] = rrf(
+            "title", weight, pool="mean", cut=0.0
+        )
+    for cut in (0.0, 0.35):
+        out[f"rrf k=10 title pinned top-2-passage mean floor {cut}"] = rrf(
+            "title", pool="top2", cut=cut
+        )
+    for cut_at in (20, 50):
+        out[f"rrf k=10 title pinned keyword cut at {cut_at}"] = rrf("title", depth=cut_at)
     return out
 
 
@@ -235,7 +264,7 @@ def _candidate_embedder() -> Any:
 def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, Any]:
     import numpy as np
 
-    from notes_server.store import embedding, indexer, migrate, notes, search, semantic
+    from notes_server.store import embedding, hybrid, indexer, migrate, notes, search, semantic
     from notes_server.store.engine import make_engine, read_tx, write_tx
     from notes_server.store.search_rank import complete
     from notes_server.store.search_terms import parse
@@ -271,7 +300,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
             started = time.perf_counter()
             stats["passages"] = indexer.drain(engine, embedder)
             stats["index_s"] = time.perf_counter() - started
-        lists: list[tuple[Asked, list[int], list[tuple[int, float]], int]] = []
+        lists: list[tuple[Asked, Lists]] = []
         timings: dict[str, list[float]] = {}
         with read_tx(engine) as conn:
             store = search.store(conn)
@@ -281,6 +310,12 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 seqs, matrix = semantic.scope_matrix(
                     conn, workspace, embedder.model, include_archived=False
                 )
+                note_ids, row_note = np.unique(
+                    np.asarray(seqs, dtype=np.int64), return_inverse=True
+                )
+                per_note = np.bincount(row_note).astype(np.float64)
+                first_row = np.concatenate(([0], np.cumsum(per_note)[:-1])).astype(np.int64)
+            titles = {seq_of[i]: doc.title for i, doc in enumerate(docs)}
             for item in asked:
                 parsed = parse(item.query)
                 t0 = time.perf_counter()
@@ -293,7 +328,11 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 pinned = 0
                 while pinned < len(ranked) and parsed and complete(parsed, ranked[pinned]):
                     pinned += 1
+                kw = [r.seq for r in ranked]
+                pins = hybrid.title_pins(parsed, item.query, kw[:pinned], titles) if parsed else []
                 near: list[tuple[int, float]] = []
+                mean: list[tuple[int, float]] = []
+                top2: list[tuple[int, float]] = []
                 if embedder is not None and matrix is not None and seqs is not None:
                     t0 = time.perf_counter()
                     vector = embedder.embed([item.query])[0]
@@ -302,21 +341,35 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     timings.setdefault("semantic (matrix in memory)", []).append(
                         time.perf_counter() - t0
                     )
-                lists.append((item, [r.seq for r in ranked], near, pinned))
+                    means = np.bincount(row_note, weights=sims) / per_note
+                    order = np.lexsort((note_ids, -np.round(means, 6)))[:LIST_DEPTH]
+                    mean = [(int(note_ids[i]), float(means[i])) for i in order]
+                    by_note = np.lexsort((-sims, row_note))  # each note's passages, best first
+                    rank_in = np.arange(len(by_note)) - first_row[row_note[by_note]]
+                    best2 = by_note[rank_in < 2]
+                    two = np.bincount(row_note[best2], weights=sims[best2]) / np.minimum(
+                        per_note, 2
+                    )
+                    order = np.lexsort((note_ids, -np.round(two, 6)))[:LIST_DEPTH]
+                    top2 = [(int(note_ids[i]), float(two[i])) for i in order]
+                lists.append(
+                    (item, Lists(kw[:LIST_DEPTH], near[:LIST_DEPTH], mean, top2, pinned, pins))
+                )
         engine.dispose()
     index_of = {seq: i for i, seq in seq_of.items()}
-    modes: dict[str, Strategy] = {"keyword": lambda kw, sem, p: kw}
+    modes: dict[str, Strategy] = {"keyword": lambda q: q.kw}
     if embedder is not None:
         floor = semantic.MIN_SIMILARITY
-        modes["semantic"] = lambda kw, sem, p: [s for s, sim in sem if sim >= floor]
+        modes["semantic"] = lambda q: [s for s, sim in q.sem if sim >= floor]
+        modes["semantic mean-pooled"] = lambda q: [s for s, _ in q.mean]
         modes.update(_strategies())
     table: dict[tuple[str, str, str], tuple[float, float, int]] = {}
     for mode, fuse in modes.items():
         ranks = []
-        for item, kw, sem, pinned in lists:
-            # Both lists cut at LIST_DEPTH, for speed: with weights up to 1, a note past rank
-            # 200 in both scores below one at rank 10 in one (2/260 < 1/70).
-            top = [index_of[s] for s in fuse(kw[:LIST_DEPTH], sem[:LIST_DEPTH], pinned)[:10]]
+        for item, q in lists:
+            # Both lists cut at LIST_DEPTH, for speed: with weights up to 2 and k >= 10, a note
+            # past rank 200 in both scores below one at rank 10 in one (3/210 < 1/20).
+            top = [index_of[s] for s in fuse(q)[:10]]
             ranks.append(top.index(item.relevant) + 1 if item.relevant in top else 0)
         for half in ("dev", "test", "all"):
             for kind in ("description", "title"):

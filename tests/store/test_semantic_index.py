@@ -13,6 +13,7 @@ from sqlalchemy import Engine, delete, func, select, update
 from notes_server.store import embedding, hybrid, indexer, notes, semantic
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.store.models import outbox_table, passages_table
+from notes_server.store.search_terms import parse
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
@@ -174,6 +175,63 @@ def test_keyword_hits_holding_every_word_stay_on_top_of_the_fusion() -> None:
     fused = hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=1)
     assert [seq for seq, _, _ in fused] == [4, 2, 8, 9]
     assert fused[0][1] > 1 > fused[1][1]
+
+
+def test_only_title_pins_stay_on_top_and_the_rest_is_fused() -> None:
+    fused = hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=[8])
+    assert [seq for seq, _, _ in fused] == [8, 2, 4, 9]
+    assert fused[0][1] > 1 > fused[1][1]
+    assert fused == hybrid.fuse([4, 8, 2], [2, 9, 8], pinned=(8,))
+    # A pin that keyword search did not find is not a hit at all.
+    assert [seq for seq, _, _ in hybrid.fuse([4], [2], pinned=[7])] == [2, 4]
+
+
+def test_a_title_holds_the_query_by_whole_folded_words() -> None:
+    def holds(query: str, title: str) -> bool:
+        parsed = parse(query)
+        assert parsed is not None
+        return hybrid.title_holds(parsed, query, title)
+
+    assert holds("cafe budget", "Budget of the Café")
+    assert holds("the budget", "Budget")  # stop words need not be there
+    assert not holds("budget meeting", "Budgeting")
+    assert not holds("budget meeting", "Meeting notes")
+    assert holds("gzip, gunzip, zcat", "gzip, gunzip, zcat")
+    assert holds("预算", "季度预算")
+
+
+def test_a_note_titled_by_the_query_stays_first_in_hybrid_search(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    mentions = [
+        (f"Minutes {i}", f"The budget meeting ran long; budget meeting {i} notes.")
+        for i in range(8)
+    ]
+    ids = _insert(migrated_engine, MINE, [*mentions, ("Budget meeting", "Agenda: Q3 numbers.")])
+    indexer.drain(migrated_engine, embedder)
+    with read_tx(migrated_engine) as conn:
+        runs = [
+            hybrid.search(
+                conn,
+                MINE,
+                "budget meeting",
+                "hybrid",
+                embedder,
+                include_archived=False,
+                limit=20,
+                offset=0,
+            )
+            for _ in range(2)
+        ]
+    hits = runs[0]
+    assert hits[0].hit.note.id == ids[-1]
+    assert hits[0].hit.rank > 1
+    # Notes that only mention every word in their body are fused, not pinned.
+    assert all(h.hit.rank < 1 for h in hits[1:])
+    assert {h.hit.note.id for h in hits} == set(ids)
+    assert [(h.hit.note.id, h.hit.rank) for h in runs[1]] == [
+        (h.hit.note.id, h.hit.rank) for h in hits
+    ]
 
 
 HOSTILE = [
