@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from notes_server.features.page_style import STYLESHEET
 
 _VARS = re.compile(r"--([a-z-]+):(#[0-9a-f]{3,6})")
