@@ -240,7 +240,15 @@ def indexer_starter(services: Services) -> Callable[[], Callable[[], None]] | No
         from notes_server.store.indexer import start_background
 
         poll = services.settings.index_poll_s
-        return start_background(services.engine, services.embedder(), poll).stop
+        background = start_background(services.engine, services.embedder(), poll)
+
+        def stop() -> None:
+            background.stop()
+            # The indexer's pooled connections close with the app, not whenever the engine is
+            # collected (a PostgreSQL connection left to the collector warns and stays open).
+            services.engine.dispose()
+
+        return stop
 
     return start
 
