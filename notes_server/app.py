@@ -204,6 +204,7 @@ def create_http_app(
     from notes_server.transports.http.app import build_http_app
     from notes_server.transports.http.middleware.auth import build_authenticator
 
+    owned = services is None
     services = services or Services(settings)
     base = page_base(http)
     composed = compose_extensions(
@@ -226,27 +227,32 @@ def create_http_app(
         extra_routes=routes,
         legacy=legacy_http(server, http, services),
         health=schema_check(services),
-        background=indexer_starter(services),
+        background=app_lifetime(services, owned),
     )
 
 
-def indexer_starter(services: Services) -> Callable[[], Callable[[], None]] | None:
-    """With semantic search, what starts this process's background indexer (each HTTP worker
-    runs one: their claims never overlap, see store.semantic) and returns what stops it."""
-    if not services.semantic_available():
+def app_lifetime(services: Services, owned: bool) -> Callable[[], Callable[[], None]] | None:
+    """What starts this HTTP process's background work and returns what ends it: the semantic
+    indexer (each HTTP worker runs one: their claims never overlap, see store.semantic), and, for
+    services the app built itself (`owned`), their engine's pooled connections, closed with the
+    app rather than left to the collector (a PostgreSQL connection left so warns and stays open)."""
+    semantic = services.semantic_available()
+    if not semantic and not owned:
         return None
 
     def start() -> Callable[[], None]:
-        from notes_server.store.indexer import start_background
+        background = None
+        if semantic:
+            from notes_server.store.indexer import start_background
 
-        poll = services.settings.index_poll_s
-        background = start_background(services.engine, services.embedder(), poll)
+            poll = services.settings.index_poll_s
+            background = start_background(services.engine, services.embedder(), poll)
 
         def stop() -> None:
-            background.stop()
-            # The indexer's pooled connections close with the app, not whenever the engine is
-            # collected (a PostgreSQL connection left to the collector warns and stays open).
-            services.engine.dispose()
+            if background is not None:
+                background.stop()
+            if owned:
+                services.close()
 
         return stop
 

@@ -37,6 +37,7 @@ class Services:
         self.settings = settings
         self.clock = clock
         self._engine = engine
+        self._owns_engine = engine is None
         self._sealer: StateSealer | None = None
         self._states: RequestStates | None = None
         self._lock = threading.Lock()
@@ -54,6 +55,13 @@ class Services:
                         self.settings.db_url, store_impl=self.settings.store_impl
                     )
         return self._engine
+
+    def close(self) -> None:
+        """Close the pooled connections of the engine these services made. An engine handed in
+        belongs to whoever made it: disposing it here would close connections (SQLite snapshots
+        included) that other apps or threads on the same engine are still using."""
+        if self._owns_engine and self._engine is not None:
+            self._engine.dispose()
 
     @property
     def sealer(self) -> StateSealer:
