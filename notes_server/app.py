@@ -145,10 +145,6 @@ def create_server(
     return server_for(compose_extensions(settings, services, extensions, page_base))
 
 
-# The old name, for callers on branches still in flight; it always returned a server.
-create_app = create_server
-
-
 def create_stdio_server(
     settings: Settings, services: Services, page_base: Callable[[], str] | None = None
 ) -> tuple[McpServer, ConnectionFactory]:
