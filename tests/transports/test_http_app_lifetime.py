@@ -3,6 +3,9 @@ it was handed (other apps and threads may still be using that one)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from sqlalchemy import Engine, event, text
 from starlette.testclient import TestClient
 
@@ -16,9 +19,6 @@ def open_connections(engine: Engine, settings: Settings) -> int:
     """Connections the database sees from anyone but `engine`'s own probe: on SQLite the
     process's open descriptors of the file, on PostgreSQL the sessions on the database."""
     if engine.dialect.name == "sqlite":
-        import os
-        from pathlib import Path
-
         database = engine.url.database
         assert database
         target = str(Path(database).resolve())
@@ -34,11 +34,9 @@ def open_connections(engine: Engine, settings: Settings) -> int:
     return int(count)
 
 
-def _points_at(link: object, target: str) -> bool:
-    import os
-
+def _points_at(link: Path, target: str) -> bool:
     try:
-        return os.readlink(str(link)) == target
+        return os.readlink(link) == target
     except OSError:
         return False
 
