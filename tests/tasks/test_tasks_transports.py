@@ -1,0 +1,116 @@
+"""Tasks over the real transports: a stdio server process whose client goes away finishes the
+task it started, and another process answers `tasks/get` from the database; HTTP routes the
+task methods by their `Mcp-Name` header (the task id)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings, Settings
+from notes_server.features.tasks.runner import TaskRunner
+from notes_server.tools.services import Services
+from tests.helpers import ServerProcess, make_request
+from tests.tasks.conftest import FILES, NOTES, TASKS, WAIT_S, with_runner
+
+COUNTS_50 = {"imported": FILES, "unchanged": 0, "skipped": 0, "refused": 0, "problems": []}
+IMPORT = {"name": "notes_import", "arguments": {"workspaceUri": NOTES}}
+
+
+@pytest.mark.usefixtures("vault")
+def test_a_stdio_task_outlives_its_client_and_another_process_answers_for_it(
+    spawn_server: Callable[..., ServerProcess],
+) -> None:
+    first = spawn_server()
+    created = first.request("tools/call", IMPORT, caps=TASKS)["result"]
+    assert (created["resultType"], created["status"]) == ("task", "working")
+
+    assert first.close() == 0  # the client went away; the process finished the task first
+
+    second = spawn_server()
+    done = second.request("tasks/get", {"taskId": created["taskId"]}, caps=TASKS)["result"]
+    bob = spawn_server(principal="bob")
+    hidden = bob.request("tasks/get", {"taskId": created["taskId"]}, caps=TASKS)
+
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == COUNTS_50
+    assert hidden["error"] == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+    assert (
+        second.request("tasks/get", {"taskId": created["taskId"]}, caps={})["error"]["code"]
+        == -32021
+    )
+
+
+@pytest.mark.usefixtures("vault")
+def test_a_stdio_client_without_the_extension_keeps_its_progress_notifications(
+    spawn_server: Callable[..., ServerProcess],
+) -> None:
+    server = spawn_server()
+    message = make_request("tools/call", IMPORT)
+    message["params"]["_meta"]["progressToken"] = "p"
+    server.send(message)
+
+    lines = [server.read()]
+    while "id" not in lines[-1]:
+        lines.append(server.read())
+
+    assert lines[0]["method"] == "notifications/progress"
+    assert lines[-1]["result"]["resultType"] == "complete"
+    assert lines[-1]["result"]["structuredContent"] == COUNTS_50
+
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def http(settings: Settings, task_services: Services, runner: TaskRunner) -> Iterator[TestClient]:
+    app = create_http_app(
+        settings,
+        HttpSettings(auth="none"),
+        task_services,
+        with_runner(task_services, runner),
+    )
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+def post(client: TestClient, method: str, params: dict[str, Any], name: str) -> Any:
+    headers = {
+        **HEADERS,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+        "Mcp-Name": name,
+    }
+    message = make_request(method, params, caps=TASKS)
+    return client.post("/mcp", content=json.dumps(message), headers=headers)
+
+
+@pytest.mark.usefixtures("vault")
+def test_http_creates_a_task_and_answers_tasks_get_named_by_its_id(
+    http: TestClient, runner: TaskRunner
+) -> None:
+    created = post(http, "tools/call", IMPORT, "notes_import")
+    task_id = created.json()["result"]["taskId"]
+    assert (created.status_code, created.json()["result"]["resultType"]) == (200, "task")
+    assert runner.join(task_id, WAIT_S)
+
+    done = post(http, "tasks/get", {"taskId": task_id}, task_id)
+    misnamed = post(http, "tasks/get", {"taskId": task_id}, "notes_import")
+    cancelled_late = post(http, "tasks/cancel", {"taskId": task_id}, task_id)
+
+    assert done.status_code == 200
+    assert done.json()["result"]["status"] == "completed"
+    assert done.json()["result"]["result"]["structuredContent"] == COUNTS_50
+    assert misnamed.status_code == 400
+    assert misnamed.json()["error"] == {
+        "code": -32020,
+        "message": "Header mismatch: Mcp-Name header does not match the request body",
+    }
+    assert cancelled_late.json()["result"]["resultType"] == "complete"
+    after = post(http, "tasks/get", {"taskId": task_id}, task_id)
+    assert after.json()["result"]["status"] == "completed"  # a finished task stays finished
