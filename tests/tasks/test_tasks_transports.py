@@ -114,3 +114,23 @@ def test_http_creates_a_task_and_answers_tasks_get_named_by_its_id(
     assert cancelled_late.json()["result"]["resultType"] == "complete"
     after = post(http, "tasks/get", {"taskId": task_id}, task_id)
     assert after.json()["result"]["status"] == "completed"  # a finished task stays finished
+
+
+@pytest.mark.usefixtures("vault")
+def test_a_2025_session_declaring_the_extension_still_gets_ordinary_calls(
+    spawn_server: Callable[..., ServerProcess],
+) -> None:
+    server = spawn_server()
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    assert "io.modelcontextprotocol/tasks" not in json.dumps(server.read()["result"])
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": IMPORT})
+    called = server.read()
+    server.send({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": "t"}})
+
+    assert called["result"]["structuredContent"] == COUNTS_50
+    assert server.read()["error"] == {"code": -32601, "message": "Method not found: tasks/get"}
