@@ -5,7 +5,10 @@ task methods by their `Mcp-Name` header (the task id)."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,9 @@ from notes_server.tools.services import Services
 from tests.helpers import ServerProcess, make_request
 from tests.tasks.conftest import FILES, NOTES, TASKS, WAIT_S, with_runner
 
+TESTS = Path(__file__).resolve().parents[1]
+FIXTURE_ENV = {"PYTHONPATH": f"{TESTS}:{TESTS.parent}"}
+FIXTURE_ARGS = ("--sandbox", "off", "--tools-module", "tests.tasks.fixture_tools")
 COUNTS_50 = {"imported": FILES, "unchanged": 0, "skipped": 0, "refused": 0, "problems": []}
 IMPORT = {"name": "notes_import", "arguments": {"workspaceUri": NOTES}}
 
@@ -44,6 +50,37 @@ def test_a_stdio_task_outlives_its_client_and_another_process_answers_for_it(
         second.request("tasks/get", {"taskId": created["taskId"]}, caps={})["error"]["code"]
         == -32021
     )
+
+
+@pytest.mark.usefixtures("migrated_engine")
+def test_a_stdio_server_finishes_a_task_its_client_left_before_it_exits(
+    spawn_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """The task cannot end before the test writes to the FIFO, which it does only after the
+    client closed stdin: the result holds what was written, so the work ran on after the
+    disconnect and the process waited for it."""
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    first = spawn_server(*FIXTURE_ARGS, env=FIXTURE_ENV)
+    call = {"name": "test_reads_fifo", "arguments": {"fifo": str(fifo)}}
+    task_id = first.request("tools/call", call, caps=TASKS)["result"]["taskId"]
+    assert first.proc.stdin is not None
+    first.proc.stdin.close()  # the client goes away with the task still working
+
+    def release() -> None:
+        with open(fifo, "w", encoding="utf-8") as gate:  # opens once the task reads
+            gate.write("after the client left")
+
+    writer = threading.Thread(target=release, daemon=True)  # bounded, should the task not read
+    writer.start()
+    writer.join(WAIT_S)
+    assert not writer.is_alive()
+    assert first.proc.wait(timeout=WAIT_S) == 0
+
+    second = spawn_server(*FIXTURE_ARGS, env=FIXTURE_ENV)
+    done = second.request("tasks/get", {"taskId": task_id}, caps=TASKS)["result"]
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == {"read": "after the client left"}
 
 
 @pytest.mark.usefixtures("vault")
