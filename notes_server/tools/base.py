@@ -22,8 +22,9 @@ ProgressSink = Callable[[float, float | None, str | None], None]
 LogSink = Callable[[str, Any, str], None]
 # A tool's `task_support`: whether a call may run as a task of the `io.modelcontextprotocol/tasks`
 # extension when the request declares it ("forbidden": never; "optional": the server runs the
-# call as a task whenever the request declares the extension).
-TASK_SUPPORT = ("forbidden", "optional")
+# call as a task whenever the request declares the extension; "required": only as a task, a
+# request without the extension is refused with -32021).
+TASK_SUPPORT = ("forbidden", "optional", "required")
 
 
 # The records of a call are NamedTuples: immutable like frozen dataclasses, cheaper to build on

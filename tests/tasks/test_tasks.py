@@ -364,3 +364,32 @@ def test_invalid_arguments_are_refused_before_any_task(failing: Rpc) -> None:
     reply = failing("tools/call", {"name": "test_fails", "arguments": {}})
 
     assert reply["error"]["code"] == -32602
+
+
+class NeedsTask(Fails):
+    name = "test_needs_task"
+    task_support = "required"
+
+
+@pytest.fixture
+def requiring(settings: Settings, task_services: Services, runner: TaskRunner) -> Rpc:
+    extra = Extension(name="requiring", tools=[NeedsTask(task_services)])
+    return rpc_on(create_server(settings, task_services, with_runner(task_services, runner, extra)))
+
+
+def test_a_tool_that_requires_tasks_is_refused_without_the_extension(
+    requiring: Rpc, runner: TaskRunner
+) -> None:
+    call = {"name": "test_needs_task", "arguments": {"how": "tool"}}
+
+    refused = requiring("tools/call", call, caps={})
+    created = body(requiring("tools/call", call))
+
+    assert refused["error"] == {
+        "code": -32021,
+        "message": "Missing required client capability: the io.modelcontextprotocol/tasks "
+        "extension",
+        "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
+    }
+    assert created["resultType"] == "task"
+    assert runner.join(created["taskId"], WAIT_S)

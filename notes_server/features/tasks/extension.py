@@ -13,9 +13,14 @@ from datetime import timedelta
 from typing import Any
 
 from notes_server.capabilities import TASKS_EXTENSION, declares_tasks
-from notes_server.errors import InvalidParams, MissingCapability
+from notes_server.errors import InvalidParams
 from notes_server.features.extension import Extension
-from notes_server.features.tasks.runner import DEFAULT_TTL, TaskRunner, task_wire
+from notes_server.features.tasks.runner import (
+    DEFAULT_TTL,
+    TaskRunner,
+    missing_extension,
+    task_wire,
+)
 from notes_server.tools.base import CallContext
 from notes_server.tools.services import Services
 
@@ -25,10 +30,7 @@ NOT_FOUND = "Task not found"
 
 def _require_extension(ctx: CallContext) -> None:
     if not declares_tasks(ctx.capabilities):
-        raise MissingCapability(
-            "Missing required client capability: the io.modelcontextprotocol/tasks extension",
-            {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-        )
+        raise missing_extension()
 
 
 def _task_id(params: dict[str, Any]) -> str:

@@ -17,8 +17,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from notes_server.capabilities import declares_tasks
-from notes_server.errors import McpError, ToolFailure, to_wire
+from notes_server.capabilities import TASKS_EXTENSION, declares_tasks
+from notes_server.errors import McpError, MissingCapability, ToolFailure, to_wire
 from notes_server.jsontext import dump_text
 from notes_server.tools.base import CallContext, TaskWork, Tool, ToolResult
 from notes_server.tools.services import Services
@@ -38,6 +38,14 @@ MAX_RUNNING = 4
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.25
 SWEEP_EVERY_S = 60.0
+
+
+def missing_extension() -> MissingCapability:
+    """-32021 naming the extension, as the extension words it."""
+    return MissingCapability(
+        "Missing required client capability: the io.modelcontextprotocol/tasks extension",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
 
 
 def iso(moment: datetime) -> str:
@@ -136,11 +144,17 @@ class TaskRunner:
         self, tool: Tool, ctx: CallContext, arguments: dict[str, Any]
     ) -> dict[str, Any] | None:
         """The `tools/call` hook: a CreateTaskResult when the request declares the extension,
-        the tool may run as a task and this process has room; else None (an ordinary call)."""
-        if tool.task_support == "forbidden" or not declares_tasks(ctx.capabilities):
+        the tool may run as a task and this process has room (a tool that requires tasks
+        always gets one); else None (an ordinary call), or -32021 for a tool that requires
+        tasks called without the extension."""
+        if tool.task_support == "forbidden":
             return None
-        with self._lock:
-            if len(self._running) >= self.max_running:
+        if not declares_tasks(ctx.capabilities):
+            if tool.task_support == "required":
+                raise missing_extension()
+            return None
+        with self._lock:  # past the bound an optional call runs as an ordinary call
+            if len(self._running) >= self.max_running and tool.task_support != "required":
                 return None
         work = tool.start_task(ctx, arguments)  # refusals answer the call itself, at once
         self._sweep_now_and_then()
