@@ -20,7 +20,8 @@ from notes_server.features.tasks import runner as runner_module
 from notes_server.features.tasks.runner import TaskRunner, iso
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.services import Services
-from tests.tasks.conftest import FILES, NOTES, WAIT_S, Clock, Rpc, rpc_on, with_runner
+from tests.helpers import make_request
+from tests.tasks.conftest import FILES, NOTES, TASKS, WAIT_S, Clock, Rpc, rpc_on, with_runner
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 NOT_FOUND = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
@@ -393,3 +394,24 @@ def test_a_tool_that_requires_tasks_is_refused_without_the_extension(
     }
     assert created["resultType"] == "task"
     assert runner.join(created["taskId"], WAIT_S)
+
+
+@pytest.mark.usefixtures("vault")
+def test_a_task_sends_nothing_to_the_stream_of_the_request_that_created_it(
+    task_server: Any, runner: TaskRunner
+) -> None:
+    """Progress and log messages of the work go to the task's row, never to the request's
+    stream, which was answered when the task was created."""
+    sent: list[bytes] = []
+    request = make_request(
+        "tools/call", {"name": "notes_import", "arguments": {"workspaceUri": NOTES}}, caps=TASKS
+    )
+    request["params"]["_meta"]["progressToken"] = "p"
+    request["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "debug"
+
+    raw = task_server.handle_raw(json.dumps(request), "alice", sent.append)
+    assert raw is not None
+    task_id = json.loads(raw)["result"]["taskId"]
+    assert runner.join(task_id, WAIT_S)
+
+    assert sent == []

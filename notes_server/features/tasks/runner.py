@@ -156,6 +156,9 @@ class TaskRunner:
         with self._lock:  # past the bound an optional call runs as an ordinary call
             if len(self._running) >= self.max_running and tool.task_support != "required":
                 return None
+        # The request is answered before the work ends: nothing of the work may go to its
+        # stream (the extension has no progress or log messages for tasks; the row has them).
+        ctx = ctx._replace(progress=None, log=None)
         work = tool.start_task(ctx, arguments)  # refusals answer the call itself, at once
         self._sweep_now_and_then()
         record = self.repo.create(ctx.principal, tool.name, self.ttl, "Started")
