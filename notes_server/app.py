@@ -24,6 +24,7 @@ from notes_server.features.extension import Extension
 from notes_server.features.folders.extension import folders_extension
 from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
+from notes_server.features.tasks.extension import tasks_extension
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import SHIPPED
@@ -86,9 +87,14 @@ def builtin_extensions(
     page_base: Callable[[], str] | None = None,
 ) -> list[Extension]:
     """What a server built from settings serves: notes, folders (`notes_import`), MCP Apps,
-    then (with `page_base`, the approval page's origin) `notes_purge` and its approval page,
-    then each tools module."""
-    served = [notes_extension(services), folders_extension(services), apps_extension(services)]
+    tasks (long calls as `io.modelcontextprotocol/tasks` tasks), then (with `page_base`, the
+    approval page's origin) `notes_purge` and its approval page, then each tools module."""
+    served = [
+        notes_extension(services),
+        folders_extension(services),
+        apps_extension(services),
+        tasks_extension(services),
+    ]
     if page_base is not None:
         from notes_server.features.purge.extension import purge_extension
 
@@ -130,6 +136,8 @@ def server_for(composed: ExtensionRegistry) -> McpServer:
         capabilities=composed.capabilities,
         prompts=composed.prompts,
         templates=composed.templates,
+        extension_methods=composed.methods,
+        tool_call_hook=composed.tool_call_hook,
     )
 
 

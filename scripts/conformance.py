@@ -34,7 +34,11 @@ EXPECTED = {
     "2026-07-28": ROOT / "tests" / "conformance" / "expected-failures.txt",
     "2025-11-25": ROOT / "tests" / "conformance" / "expected-failures-2025-11-25.txt",
 }
-FIXTURES = ("tests.conformance.fixture_tools", "tests.conformance.fixture_prompts")
+FIXTURES = (
+    "tests.conformance.fixture_tools",
+    "tests.conformance.fixture_prompts",
+    "tests.conformance.fixture_tasks",
+)
 REVISIONS = tuple(EXPECTED)
 INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 60

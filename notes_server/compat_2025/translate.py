@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, TypeGuard
 
+from notes_server.capabilities import TASKS_EXTENSION
 from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED, InvalidParams
 from notes_server.protocol.meta import names_version
 from notes_server.protocol.versions import (
@@ -103,7 +104,9 @@ def modern_capabilities(declared: dict[str, Any], version: str = LATEST_LEGACY) 
     """Map `initialize` capabilities to the per-request 2026-07-28 shape, keeping only what
     the server reads: which elicitation modes, roots and sampling are declared (their
     contents are not read, so they are kept as `{}`) and the `extensions` entries (each
-    extension reads its own). `experimental` and `tasks` are dropped, as are malformed entries.
+    extension reads its own). `experimental` and `tasks` are dropped, as are malformed entries
+    and the 2026-07-28 Tasks extension (a 2025 session's calls never become tasks: that era
+    has tasks of its own, in the core, which this server does not offer).
 
     `roots: {listChanged}` becomes `roots: {}`; `elicitation: {}` stays `{}` (form only);
     `url` mode, which older revisions cannot express, counts only from 2025-11-25 on. What is
@@ -124,7 +127,7 @@ def modern_capabilities(declared: dict[str, Any], version: str = LATEST_LEGACY) 
         caps["extensions"] = {
             name: copy.deepcopy(entry)
             for name, entry in declared["extensions"].items()
-            if isinstance(entry, dict)
+            if isinstance(entry, dict) and name != TASKS_EXTENSION
         }
     if isinstance(declared.get("roots"), dict):
         caps["roots"] = {}

@@ -3,7 +3,8 @@
 An extension never reaches into the core: it contributes server capabilities and `extensions`
 entries for `server/discover`, tools, prompts, resource providers (one per URI scheme) and
 resource templates (each completing its own variables), a hook that adds `_meta` to tool
-descriptors for one request's client capabilities, and HTTP routes.
+descriptors for one request's client capabilities, HTTP routes, JSON-RPC methods of its own
+(`tasks/get`...) and a hook that may answer a `tools/call` in the tool's stead (a task).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from notes_server.tools.registry import ToolMetaHook, ToolMetaVariant
 
 RouteFactory = Callable[[], "Sequence[BaseRoute]"]
+# A JSON-RPC method an extension serves: the request as a CallContext and its params in, the
+# result body (without `_meta`) out; McpError for a protocol error.
+ExtensionMethod = Callable[["CallContext", dict[str, Any]], dict[str, Any]]
+# Called for a validated `tools/call` before the tool runs: a result to answer instead (the
+# Tasks extension's CreateTaskResult), or None to run the call as usual.
+ToolCallHook = Callable[["Tool", "CallContext", dict[str, Any]], "dict[str, Any] | None"]
 
 
 class ResourceProvider(Protocol):
@@ -79,3 +86,5 @@ class Extension(NamedTuple):
     tool_meta: ToolMetaHook | None = None
     tool_meta_variant: ToolMetaVariant | None = None
     http_routes: RouteFactory = no_routes
+    methods: Mapping[str, ExtensionMethod] = EMPTY
+    tool_call_hook: ToolCallHook | None = None

@@ -2,8 +2,9 @@
 the `server/discover` capabilities and the HTTP routes.
 
 Composition is checked once, at start: two extensions may not share a name, a tool name, a URI
-scheme, an `extensions` id or a capability value, and such a clash is a `SettingsError` (one
-line, exit 2), never a silent override. Order is the order the extensions were given.
+scheme, an `extensions` id, a method or a capability value, nor may two hook `tools/call`; such
+a clash is a `SettingsError` (one line, exit 2), never a silent override. Order is the order
+the extensions were given.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from notes_server.config import SettingsError
-from notes_server.features.extension import Extension, ResourceTemplate
+from notes_server.features.extension import (
+    Extension,
+    ExtensionMethod,
+    ResourceTemplate,
+    ToolCallHook,
+)
 from notes_server.features.prompts.base import PromptRegistry
 from notes_server.features.resources import SCHEME, ResourceRouter
 from notes_server.tools.registry import ToolRegistry
@@ -64,6 +70,15 @@ class ExtensionRegistry:
             t for e in self.extensions for t in e.resource_templates
         )
         self.capabilities = _capabilities(self.extensions, bool(providers))
+        _unique("method", [(m, e.name) for e in self.extensions for m in e.methods])
+        self.methods: dict[str, ExtensionMethod] = {
+            m: handler for e in self.extensions for m, handler in e.methods.items()
+        }
+        hooks_of_calls = [e for e in self.extensions if e.tool_call_hook is not None]
+        _unique("tools/call hook", [("tools/call hook", e.name) for e in hooks_of_calls])
+        self.tool_call_hook: ToolCallHook | None = (
+            hooks_of_calls[0].tool_call_hook if hooks_of_calls else None
+        )
 
     def http_routes(self) -> list[BaseRoute]:
         """Every extension's routes, in extension order (builds them: HTTP only)."""

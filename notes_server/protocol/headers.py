@@ -32,6 +32,10 @@ NAME_SOURCES: dict[str, str] = {
     "tools/call": "name",
     "resources/read": "uri",
     "prompts/get": "name",
+    # The Tasks extension: a task's requests name it, so a gateway routes them to its state.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 
 _SENTINEL = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)

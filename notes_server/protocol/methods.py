@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, ToolFailure
@@ -12,6 +13,7 @@ from notes_server.tools.base import CallContext, ToolResult
 from notes_server.tools.schema import validate
 
 if TYPE_CHECKING:
+    from notes_server.features.extension import ExtensionMethod
     from notes_server.protocol.server_view import ServerView
 
 LIST_TTL_MS = 300_000
@@ -100,6 +102,10 @@ def tools_call(server: ServerView, ctx: RequestContext, params: dict[str, Any]) 
         raise InvalidParams(f"Invalid arguments for {name}: {problem}")
     call = _call_context(ctx, params)
     try:
+        if server.tool_call_hook is not None:
+            instead = server.tool_call_hook(tool, call, arguments)
+            if instead is not None:
+                return instead
         outcome = tool.call(call, arguments)
     except ToolFailure as failure:
         outcome = ToolResult(failure.structured, failure.message, is_error=True)
@@ -223,3 +229,14 @@ def resources_read(
     call = CallContext(ctx.principal, ctx.capabilities, ctx.request_id, roots=ctx.roots)
     contents = server.resources.read_resource(call, uri)
     return _cacheable({"contents": contents}, "private", 0)
+
+
+def extension_method(
+    method: ExtensionMethod,
+) -> Callable[[ServerView, RequestContext, dict[str, Any]], dict[str, Any]]:
+    """A method an extension serves, as a handler: it sees the request as a CallContext."""
+
+    def handle(server: ServerView, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return method(_call_context(ctx, {}), params)
+
+    return handle

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from notes_server.config import SettingsError
 from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
+from notes_server.features.extension import ExtensionMethod, ToolCallHook
 from notes_server.features.prompts.base import PromptRegistry
 from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
@@ -95,6 +97,8 @@ class McpServer:
         capabilities: dict[str, Any] | None = None,
         prompts: PromptRegistry | None = None,
         templates: Sequence[ResourceTemplate] = (),
+        extension_methods: Mapping[str, ExtensionMethod] | None = None,
+        tool_call_hook: ToolCallHook | None = None,
     ) -> None:
         self.registry = registry
         self.resources = resources
@@ -102,6 +106,11 @@ class McpServer:
         self.templates = tuple(templates)
         self.server_info = server_info
         self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
+        self.extension_methods: Mapping[str, ExtensionMethod] = dict(extension_methods or {})
+        shadowed = sorted(set(self.extension_methods) & set(HANDLERS))
+        if shadowed:
+            raise SettingsError(f"an extension may not serve the core method {shadowed[0]!r}")
+        self.tool_call_hook = tool_call_hook
         self._static: dict[str, EncodedResult] = {}
         self._variants: dict[tuple[str, Hashable], EncodedResult] = {}
         self._variants_lock = threading.Lock()
@@ -204,6 +213,8 @@ class McpServer:
         if meta is None:
             meta = read_meta(request.params)
         handler = HANDLERS.get(request.method)
+        if handler is None and request.method in self.extension_methods:
+            handler = methods.extension_method(self.extension_methods[request.method])
         gate = GATED.get(request.method)
         if handler is None or (gate is not None and gate not in self.capabilities):
             raise MethodNotFound(f"Method not found: {request.method[:64]}")

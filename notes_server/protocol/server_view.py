@@ -3,10 +3,15 @@ dispatcher implements it, and neither module imports the other's definitions in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from notes_server.features.extension import ResourceProvider, ResourceTemplate
+from notes_server.features.extension import (
+    ExtensionMethod,
+    ResourceProvider,
+    ResourceTemplate,
+    ToolCallHook,
+)
 
 if TYPE_CHECKING:
     from notes_server.features.prompts.base import PromptRegistry
@@ -25,6 +30,10 @@ class ServerView(Protocol):
     templates: tuple[ResourceTemplate, ...]
     server_info: dict[str, Any]
     capabilities: dict[str, Any]
+    # Methods the extensions serve (`tasks/get`...), and the one hook that may answer a
+    # `tools/call` in the tool's stead (the Tasks extension); None: calls run as usual.
+    extension_methods: Mapping[str, ExtensionMethod]
+    tool_call_hook: ToolCallHook | None
 
     def static_result(self, key: str, build: Callable[[], dict[str, Any]]) -> EncodedResult:
         """A result identical for every request, built once."""

@@ -398,3 +398,27 @@ outbox_table = Table(
     Column("claimed_until", TZ, nullable=True),
 )
 OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")
+
+# A task of the `io.modelcontextprotocol/tasks` extension (migration 0017): durable, so any
+# worker or instance answers `tasks/get`. `id` is random (unguessable); every lookup is scoped to
+# `principal`. `cancel_requested` is what `tasks/cancel` sets and the running work reads between
+# files; `result_json` is the final CallToolResult, `error_json` the JSON-RPC error of a failed
+# one. Rows past `expires_at` are never answered and are swept.
+tasks_table = Table(
+    "tasks",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("principal", String(200), nullable=False),
+    Column("tool", String(128), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("status_message", Text, nullable=True),
+    Column("progress_done", Integer, nullable=True),
+    Column("progress_total", Integer, nullable=True),
+    Column("result_json", Text, nullable=True),
+    Column("error_json", Text, nullable=True),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+    Index("ix_tasks_expires", "expires_at"),
+)

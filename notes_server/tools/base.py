@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from notes_server.jsontext import dump_text
 from notes_server.security.uri import WorkspaceUri
@@ -20,6 +20,11 @@ ProgressSink = Callable[[float, float | None, str | None], None]
 # `_meta["io.modelcontextprotocol/logLevel"]` (a 2025-11-25 session: `logging/setLevel`); it
 # drops what is below that level and never raises.
 LogSink = Callable[[str, Any, str], None]
+# A tool's `task_support`: whether a call may run as a task of the `io.modelcontextprotocol/tasks`
+# extension when the request declares it ("forbidden": never; "optional": the server runs the
+# call as a task whenever the request declares the extension; "required": only as a task, a
+# request without the extension is refused with -32021).
+TASK_SUPPORT = ("forbidden", "optional", "required")
 
 
 # The records of a call are NamedTuples: immutable like frozen dataclasses, cheaper to build on
@@ -88,6 +93,21 @@ class InputRequired(NamedTuple):
         }
 
 
+class TaskControl(Protocol):
+    """What work running as a task gets: where its progress goes (the task's row) and whether
+    it was asked to stop (`tasks/cancel`, looked at between units of work)."""
+
+    def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Record progress; never raises."""
+
+    def is_set(self) -> bool:
+        """True once cancellation was requested: finish the current unit, commit, return."""
+
+
+# The long part of a call that runs as a task: called on a worker thread with its control.
+TaskWork = Callable[[TaskControl], "ToolResult"]
+
+
 def tool_hints(
     title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
 ) -> dict[str, Any]:
@@ -109,6 +129,8 @@ class Tool(ABC):
     input_schema: ClassVar[dict[str, Any]]
     output_schema: ClassVar[dict[str, Any] | None] = None
     tool_annotations: ClassVar[dict[str, Any]]
+    # See TASK_SUPPORT. A tool that may ask for input (MRTR) stays "forbidden".
+    task_support: ClassVar[str] = "forbidden"
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -130,6 +152,19 @@ class Tool(ABC):
             entry["outputSchema"] = self.output_schema
         entry["annotations"] = self.tool_annotations
         return entry
+
+    def start_task(self, ctx: CallContext, args: dict[str, Any]) -> TaskWork:
+        """Run as a task: check now what can fail at once (raise McpError / ToolFailure, so the
+        client gets its answer instead of a failed task), and return the long part. The
+        default defers the whole call, its progress going to the task."""
+
+        def work(control: TaskControl) -> ToolResult:
+            outcome = self.call(ctx._replace(progress=control.report), args)
+            if isinstance(outcome, InputRequired):  # only "forbidden" tools ask for input
+                raise RuntimeError(f"{self.name} asked for input while running as a task")
+            return outcome
+
+        return work
 
     @abstractmethod
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult | InputRequired:

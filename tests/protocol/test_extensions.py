@@ -127,7 +127,7 @@ def test_the_default_server_serves_the_notes_then_the_folders_then_the_apps_tool
         "prompts": {},
         "logging": {},
         "completions": {},
-        "extensions": {"io.modelcontextprotocol/ui": {}},
+        "extensions": {"io.modelcontextprotocol/ui": {}, "io.modelcontextprotocol/tasks": {}},
     }
 
 

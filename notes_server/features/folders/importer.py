@@ -31,6 +31,9 @@ class ImportOptions:
     # Who the history names for the notes this import writes, and with which tool.
     principal: str = "operator"
     tool: str = "import"
+    # Files per write transaction. A task imports in smaller ones: its progress then follows
+    # what is committed, and a cancellation (a write of its own) waits for one short batch.
+    batch: int = BATCH
 
 
 def drafts(
@@ -82,7 +85,7 @@ def import_folder(
         progress.start(count_notes(root_fd, options.limits))
     for draft in drafts(root_fd, workspace, options.limits, summary, progress):
         batch.append(draft)
-        if len(batch) >= BATCH or stopping(stop):
+        if len(batch) >= options.batch or stopping(stop):
             _apply(engine, batch, workspace.uri, options, summary, stop)
             batch = []
         if stopping(stop):

@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
-from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
+from notes_server.tools.base import (
+    CallContext,
+    TaskControl,
+    TaskWork,
+    Tool,
+    ToolResult,
+    tool_hints,
+)
 from notes_server.tools.scope import authorize
 from notes_server.tools.views import WORKSPACE_URI, schema
 
 MAX_PROBLEMS = 100
+# Files per transaction of an import running as a task (see ImportOptions.batch).
+TASK_BATCH = 25
 _COUNT = {"type": "integer", "minimum": 0}
 
 
@@ -32,6 +41,10 @@ IMPORT_OUTPUT = {
     "required": ["imported", "unchanged", "skipped", "refused", "problems"],
 }
 LOG = logging.getLogger("notes_server.import")
+
+if TYPE_CHECKING:
+    from notes_server.features.folders.progress import Progress, Stop
+    from notes_server.security.uri import WorkspaceUri
 
 
 class FilesDone:
@@ -52,6 +65,23 @@ class FilesDone:
         self.ctx.report_progress(self.done, self.total, f"{self.done} of {self.total} files read")
 
 
+class TaskFiles:
+    """The import's progress into its task: files read out of the files found."""
+
+    def __init__(self, control: TaskControl) -> None:
+        self.control = control
+        self.total = 0
+        self.done = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.control.report(0, total, f"{total} files to read")
+
+    def advance(self, nbytes: int) -> None:
+        self.done += 1
+        self.control.report(self.done, self.total, f"{self.done} of {self.total} files read")
+
+
 class ImportFolder(Tool):
     name = "notes_import"
     title = "Import notes from the workspace's folder"
@@ -65,10 +95,28 @@ class ImportFolder(Tool):
     output_schema = IMPORT_OUTPUT
     tool_annotations = tool_hints("Import notes from the workspace's folder", read_only=False)
 
+    # A large folder takes a while: with the Tasks extension the call runs as a task.
+    task_support = "optional"
+
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        # The folder machinery (~4 ms of imports) loads on the first import, not at every start.
-        from notes_server.features.folders.importer import ImportOptions, import_folder
-        from notes_server.features.folders.walker import FolderError, open_root
+        workspace, folder = self._folder(ctx, args)
+        reported = None if ctx.progress is None else FilesDone(ctx)
+        return self._import(ctx, workspace, self._open(folder), reported, None)
+
+    def start_task(self, ctx: CallContext, args: dict[str, Any]) -> TaskWork:
+        """The grant and the folder are checked before the task exists (a refusal is the
+        call's own answer); the import runs as the task, its progress and cancellation
+        between files going through the task's control."""
+        workspace, folder = self._folder(ctx, args)
+        os.close(self._open(folder))
+
+        def work(control: TaskControl) -> ToolResult:
+            fd = self._open(folder)
+            return self._import(ctx, workspace, fd, TaskFiles(control), control, TASK_BATCH)
+
+        return work
+
+    def _folder(self, ctx: CallContext, args: dict[str, Any]) -> tuple[WorkspaceUri, str]:
         from notes_server.store import folders
         from notes_server.store.engine import read_tx
 
@@ -80,8 +128,14 @@ class ImportFolder(Tool):
                 "No folder is configured for this workspace; the server's operator can set one "
                 "with `notes-server workspace mirror`."
             )
+        return workspace, folder
+
+    @staticmethod
+    def _open(folder: str) -> int:
+        from notes_server.features.folders.walker import FolderError, open_root
+
         try:
-            fd = open_root(folder)
+            return open_root(folder)
         except FolderError as exc:
             # The operator's path stays out of the reply; the server log has it.
             LOG.warning("notes_import: %s", exc)
@@ -89,14 +143,28 @@ class ImportFolder(Tool):
                 "The folder configured for this workspace cannot be opened (a folder mirrored "
                 "after the server started is readable once the server restarts)."
             ) from None
-        reported = None if ctx.progress is None else FilesDone(ctx)
+
+    def _import(
+        self,
+        ctx: CallContext,
+        workspace: WorkspaceUri,
+        fd: int,
+        reported: Progress | None,
+        stop: Stop | None,
+        batch: int | None = None,
+    ) -> ToolResult:
+        # The folder machinery (~4 ms of imports) loads on the first import, not at every start.
+        from notes_server.features.folders.importer import BATCH, ImportOptions, import_folder
+
+        options = ImportOptions(principal=ctx.principal, tool=self.name, batch=batch or BATCH)
         try:
             summary = import_folder(
                 self.services.engine,
                 fd,
                 workspace,
-                ImportOptions(principal=ctx.principal, tool=self.name),
+                options,
                 reported,
+                stop,
             )
         finally:
             os.close(fd)

@@ -1,0 +1,1 @@
+"""The `io.modelcontextprotocol/tasks` extension: long tool calls as durable, polled tasks."""

@@ -1,0 +1,247 @@
+"""Running a tool call as a task: a row in the database, the work on a worker thread.
+
+The row is committed before the client hears of the task, and everything a client can ask
+(`tasks/get`, `tasks/cancel`) goes through it, so any worker or instance answers. The work runs
+on a thread of this process (not a daemon: a stdio server whose client went away finishes its
+tasks before it exits, an HTTP worker does not depend on the request that started them).
+Cancellation is cooperative: `tasks/cancel` sets the row's flag (and, in the process running
+the task, its event at once); the work looks at it between units of work (the import: between
+files), commits what it did and returns, and the task ends `cancelled` with what was committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from notes_server.capabilities import TASKS_EXTENSION, declares_tasks
+from notes_server.errors import McpError, MissingCapability, ToolFailure, to_wire
+from notes_server.jsontext import dump_text
+from notes_server.tools.base import CallContext, TaskWork, Tool, ToolResult
+from notes_server.tools.services import Services
+
+if TYPE_CHECKING:
+    from notes_server.store.tasks import SqlTasks, TaskRecord
+
+LOG = logging.getLogger("notes_server.tasks")
+
+DEFAULT_TTL = timedelta(hours=1)
+POLL_INTERVAL_MS = 1000
+# Tasks running at once in one process (2 cores shared by the HTTP workers); past it a call
+# runs as an ordinary call, which the extension allows: the server decides per request.
+MAX_RUNNING = 4
+# A running task writes its progress at most this often, and looks at the database's
+# cancellation flag (set by another instance) at most this often.
+PROGRESS_EVERY_S = 0.25
+CANCEL_CHECK_EVERY_S = 0.25
+SWEEP_EVERY_S = 60.0
+
+
+def missing_extension() -> MissingCapability:
+    """-32021 naming the extension, as the extension words it."""
+    return MissingCapability(
+        "Missing required client capability: the io.modelcontextprotocol/tasks extension",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_wire(record: TaskRecord) -> dict[str, Any]:
+    """The extension's DetailedTask for a record (without `resultType`)."""
+    from notes_server.store import tasks
+
+    ttl = record.expires_at - record.created_at
+    body: dict[str, Any] = {
+        "taskId": record.id,
+        "status": record.status,
+        "createdAt": iso(record.created_at),
+        "lastUpdatedAt": iso(record.updated_at),
+        "ttlMs": int(ttl.total_seconds() * 1000),
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    }
+    if record.status_message is not None:
+        body["statusMessage"] = record.status_message
+    if record.status == tasks.COMPLETED:
+        body["result"] = record.result if record.result is not None else {}
+    elif record.status == tasks.FAILED:
+        body["error"] = record.error if record.error is not None else to_wire(RuntimeError())
+    elif record.status == tasks.INPUT_REQUIRED:
+        body["inputRequests"] = {}
+    return body
+
+
+class Control:
+    """A running task's TaskControl: progress into its row (rate-limited), cancellation from
+    its event or, now and then, its row. `observed` records that the work saw the request."""
+
+    def __init__(self, repo: SqlTasks, task_id: str, event: threading.Event) -> None:
+        self.repo = repo
+        self.task_id = task_id
+        self.event = event
+        self.observed = False
+        self._reported = 0.0
+        self._checked = time.monotonic()
+
+    def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        now = time.monotonic()
+        last = total is not None and done >= total
+        if not last and done and now - self._reported < PROGRESS_EVERY_S:
+            return
+        self._reported = now
+        try:
+            self.repo.progress(
+                self.task_id, int(done), None if total is None else int(total), message
+            )
+        except Exception:  # progress never fails the work
+            LOG.warning("task progress not recorded", exc_info=True)
+
+    def is_set(self) -> bool:
+        if not self.event.is_set():
+            now = time.monotonic()
+            if now - self._checked >= CANCEL_CHECK_EVERY_S:
+                self._checked = now
+                try:
+                    if self.repo.cancel_requested(self.task_id):
+                        self.event.set()
+                except Exception:
+                    LOG.warning("task cancellation flag not read", exc_info=True)
+        if self.event.is_set():
+            self.observed = True
+            return True
+        return False
+
+
+class TaskRunner:
+    """Creates, runs and answers for the tasks of one server process."""
+
+    def __init__(
+        self, services: Services, ttl: timedelta = DEFAULT_TTL, max_running: int = MAX_RUNNING
+    ) -> None:
+        self.services = services
+        self.ttl = ttl
+        self.max_running = max_running
+        self._repo: SqlTasks | None = None
+        self._lock = threading.Lock()
+        self._running: dict[str, threading.Event] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._swept = 0.0
+
+    @property
+    def repo(self) -> SqlTasks:
+        if self._repo is None:  # SQLAlchemy loads with the first task, not at start
+            from notes_server.store.tasks import SqlTasks
+
+            self._repo = SqlTasks(self.services.engine, self.services.clock)
+        return self._repo
+
+    def maybe_start(
+        self, tool: Tool, ctx: CallContext, arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The `tools/call` hook: a CreateTaskResult when the request declares the extension,
+        the tool may run as a task and this process has room (a tool that requires tasks
+        always gets one); else None (an ordinary call), or -32021 for a tool that requires
+        tasks called without the extension."""
+        if tool.task_support == "forbidden":
+            return None
+        if not declares_tasks(ctx.capabilities):
+            if tool.task_support == "required":
+                raise missing_extension()
+            return None
+        with self._lock:  # past the bound an optional call runs as an ordinary call
+            if len(self._running) >= self.max_running and tool.task_support != "required":
+                return None
+        # The request is answered before the work ends: nothing of the work may go to its
+        # stream (the extension has no progress or log messages for tasks; the row has them).
+        ctx = ctx._replace(progress=None, log=None)
+        work = tool.start_task(ctx, arguments)  # refusals answer the call itself, at once
+        self._sweep_now_and_then()
+        record = self.repo.create(ctx.principal, tool.name, self.ttl, "Started")
+        event = threading.Event()
+        thread = threading.Thread(
+            target=self._run, args=(record.id, work, event), name=f"task {tool.name}"
+        )
+        with self._lock:
+            self._running[record.id] = event
+            self._threads[record.id] = thread
+        thread.start()
+        return {"resultType": "task", **task_wire(record)}
+
+    def get(self, principal: str, task_id: str) -> TaskRecord | None:
+        return self.repo.get(principal, task_id)
+
+    def cancel(self, principal: str, task_id: str) -> bool:
+        """Request cancellation; False when the principal has no such live task. A task this
+        process runs sees its event at once (and stops after the file it is writing, which
+        releases SQLite's write lock); the row's flag tells any other instance."""
+        if self.repo.get(principal, task_id) is None:
+            return False
+        with self._lock:
+            event = self._running.get(task_id)
+        if event is not None:
+            event.set()
+        return self.repo.request_cancel(principal, task_id)
+
+    def join(self, task_id: str, timeout: float | None = None) -> bool:
+        """Wait for a task this process runs to end (tests, shutdown); True once it has."""
+        with self._lock:
+            thread = self._threads.get(task_id)
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def join_all(self, timeout: float) -> None:
+        """Wait for every task this process runs (tests, an orderly shutdown)."""
+        with self._lock:
+            threads = list(self._threads.values())
+        for thread in threads:
+            thread.join(timeout)
+
+    def _sweep_now_and_then(self) -> None:
+        now = time.monotonic()
+        if self._swept and now - self._swept < SWEEP_EVERY_S:
+            return
+        self._swept = now
+        try:
+            removed = self.repo.sweep()
+        except Exception:
+            LOG.warning("expired tasks not swept", exc_info=True)
+            return
+        if removed:
+            LOG.info("swept %d expired tasks", removed)
+
+    def _run(self, task_id: str, work: TaskWork, event: threading.Event) -> None:
+        from notes_server.store import tasks
+
+        control = Control(self.repo, task_id, event)
+        try:
+            try:
+                outcome = work(control)
+            except ToolFailure as failure:
+                outcome = ToolResult(failure.structured, failure.message, is_error=True)
+            except McpError as exc:
+                self.repo.finish(task_id, tasks.FAILED, exc.message, error=to_wire(exc))
+                return
+            except Exception as exc:
+                LOG.exception("task %s failed", task_id[:8])
+                error = to_wire(exc)
+                self.repo.finish(task_id, tasks.FAILED, error["message"], error=error)
+                return
+            if control.observed:
+                committed = outcome.structured if outcome.structured is not None else {}
+                message = "Cancelled; committed before stopping: " + dump_text(committed)
+                self.repo.finish(task_id, tasks.CANCELLED, message, result=outcome.to_wire())
+            else:
+                self.repo.finish(task_id, tasks.COMPLETED, "Completed", result=outcome.to_wire())
+        except Exception:
+            LOG.exception("task %s: its end was not recorded", task_id[:8])
+        finally:
+            with self._lock:
+                self._running.pop(task_id, None)
+                self._threads.pop(task_id, None)

@@ -1,0 +1,238 @@
+"""Durable tasks (the `io.modelcontextprotocol/tasks` extension), shared by every worker and
+instance through the database.
+
+Every lookup is scoped to the principal that created the task and to rows not yet expired, so
+another principal's id, an unknown id and an expired one are the same "not found". One short
+transaction per call, through SQLAlchemy Core (the same statements on SQLite and PostgreSQL:
+tasks are polled every few seconds, not a hot path). A finished task keeps its status: the
+terminal update only applies to a task still running, so a late progress report or a second
+finish never rewrites it. Expired rows are deleted in bounded batches (`sweep`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, delete, insert, select, update
+
+from notes_server.jsontext import dump_text
+from notes_server.store.engine import read_tx, retrying, write_tx
+from notes_server.store.models import tasks_table as tasks
+
+WORKING = "working"
+INPUT_REQUIRED = "input_required"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+TERMINAL = (COMPLETED, FAILED, CANCELLED)
+RUNNING = (WORKING, INPUT_REQUIRED)
+SWEEP_BATCH = 200
+SWEEP_BATCHES = 10
+# 32 random bytes, URL-safe: a task id is a bearer handle to the task's stored state.
+ID_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: str
+    principal: str
+    tool: str
+    status: str
+    status_message: str | None
+    progress_done: int | None
+    progress_total: int | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    cancel_requested: bool
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+
+
+_COLUMNS = (
+    tasks.c.id,
+    tasks.c.principal,
+    tasks.c.tool,
+    tasks.c.status,
+    tasks.c.status_message,
+    tasks.c.progress_done,
+    tasks.c.progress_total,
+    tasks.c.result_json,
+    tasks.c.error_json,
+    tasks.c.cancel_requested,
+    tasks.c.created_at,
+    tasks.c.updated_at,
+    tasks.c.expires_at,
+)
+
+
+def _record(row: Any) -> TaskRecord:
+    return TaskRecord(
+        row.id,
+        row.principal,
+        row.tool,
+        row.status,
+        row.status_message,
+        row.progress_done,
+        row.progress_total,
+        None if row.result_json is None else json.loads(row.result_json),
+        None if row.error_json is None else json.loads(row.error_json),
+        bool(row.cancel_requested),
+        row.created_at,
+        row.updated_at,
+        row.expires_at,
+    )
+
+
+def new_task_id() -> str:
+    return secrets.token_urlsafe(ID_BYTES)
+
+
+class SqlTasks:
+    """The task repository on one engine; `clock` gives aware UTC."""
+
+    def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def create(self, principal: str, tool: str, ttl: timedelta, message: str) -> TaskRecord:
+        """A new working task, committed before this returns (the extension requires that a
+        `tasks/get` for the id resolves as soon as the client has it)."""
+        now = self.clock()
+        expires = now + ttl
+        task_id = new_task_id()
+        row: dict[str, Any] = {
+            "id": task_id,
+            "principal": principal,
+            "tool": tool,
+            "status": WORKING,
+            "status_message": message,
+            "progress_done": None,
+            "progress_total": None,
+            "result_json": None,
+            "error_json": None,
+            "cancel_requested": False,
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": expires,
+        }
+
+        def body() -> None:
+            with write_tx(self.engine) as conn:
+                conn.execute(insert(tasks).values(**row))
+
+        retrying(body)
+        return TaskRecord(
+            task_id, principal, tool, WORKING, message, None, None, None, None, False,
+            now, now, expires,
+        )  # fmt: skip
+
+    def get(self, principal: str, task_id: str) -> TaskRecord | None:
+        """The principal's live task, or None (unknown, another principal's, or expired)."""
+        with read_tx(self.engine) as conn:
+            row = conn.execute(
+                select(*_COLUMNS).where(
+                    tasks.c.id == task_id,
+                    tasks.c.principal == principal,
+                    tasks.c.expires_at > self.clock(),
+                )
+            ).first()
+        return None if row is None else _record(row)
+
+    def progress(self, task_id: str, done: int, total: int | None, message: str | None) -> bool:
+        """Record progress of a running task; False once it is no longer running."""
+        return self._update_running(
+            task_id, progress_done=done, progress_total=total, status_message=message
+        )
+
+    def finish(
+        self,
+        task_id: str,
+        status: str,
+        message: str | None,
+        *,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Move a running task to a terminal status, once; False if it had already ended."""
+        assert status in TERMINAL
+        return self._update_running(
+            task_id,
+            status=status,
+            status_message=message,
+            result_json=None if result is None else dump_text(result),
+            error_json=None if error is None else dump_text(error),
+        )
+
+    def request_cancel(self, principal: str, task_id: str) -> bool:
+        """Set the cancellation flag of the principal's live task; False when there is no such
+        task. A task that has already ended is acknowledged and left as it is."""
+
+        def body() -> bool:
+            now = self.clock()
+            with write_tx(self.engine) as conn:
+                found = conn.execute(
+                    select(tasks.c.status).where(
+                        tasks.c.id == task_id,
+                        tasks.c.principal == principal,
+                        tasks.c.expires_at > now,
+                    )
+                ).first()
+                if found is None:
+                    return False
+                if found.status in RUNNING:
+                    conn.execute(
+                        update(tasks)
+                        .where(tasks.c.id == task_id)
+                        .values(cancel_requested=True, updated_at=now)
+                    )
+                return True
+
+        return retrying(body)
+
+    def cancel_requested(self, task_id: str) -> bool:
+        """Whether `tasks/cancel` reached this task (from any worker or instance)."""
+        with read_tx(self.engine) as conn:
+            flag = conn.execute(
+                select(tasks.c.cancel_requested).where(tasks.c.id == task_id)
+            ).scalar()
+        return bool(flag)
+
+    def sweep(self) -> int:
+        """Delete expired tasks in bounded batches; how many went."""
+        removed = 0
+        for _ in range(SWEEP_BATCHES):
+            batch = retrying(self._sweep_batch)
+            removed += batch
+            if batch < SWEEP_BATCH:
+                break
+        return removed
+
+    def _sweep_batch(self) -> int:
+        now = self.clock()
+        with write_tx(self.engine) as conn:
+            ids = (
+                conn.execute(select(tasks.c.id).where(tasks.c.expires_at <= now).limit(SWEEP_BATCH))
+                .scalars()
+                .all()
+            )
+            if ids:
+                conn.execute(delete(tasks).where(tasks.c.id.in_(ids)))
+            return len(ids)
+
+    def _update_running(self, task_id: str, **values: Any) -> bool:
+        def body() -> bool:
+            with write_tx(self.engine) as conn:
+                done = conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id == task_id, tasks.c.status.in_(RUNNING))
+                    .values(updated_at=self.clock(), **values)
+                )
+                return bool(done.rowcount)
+
+        return retrying(body)
