@@ -24,6 +24,7 @@ from notes_server.features.extension import Extension
 from notes_server.features.folders.extension import folders_extension
 from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
+from notes_server.features.subscriptions.extension import subscriptions_extension
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import SHIPPED
@@ -88,7 +89,12 @@ def builtin_extensions(
     """What a server built from settings serves: notes, folders (`notes_import`), MCP Apps,
     then (with `page_base`, the approval page's origin) `notes_purge` and its approval page,
     then each tools module."""
-    served = [notes_extension(services), folders_extension(services), apps_extension(services)]
+    served = [
+        notes_extension(services),
+        folders_extension(services),
+        apps_extension(services),
+        subscriptions_extension(services),
+    ]
     if page_base is not None:
         from notes_server.features.purge.extension import purge_extension
 
@@ -130,6 +136,7 @@ def server_for(composed: ExtensionRegistry) -> McpServer:
         capabilities=composed.capabilities,
         prompts=composed.prompts,
         templates=composed.templates,
+        streams=composed.streams,
     )
 
 

@@ -44,6 +44,7 @@ from notes_server.transports.stdio import (
     LineReader,
     LineWriter,
     Oversized,
+    StdioStreams,
     answer,
 )
 
@@ -73,6 +74,11 @@ class DualEraConnection:
         self.writer = writer
         self.channel = ClientChannel(reader, writer, reader.deferred)
         self.legacy: LegacyHandler | None = None
+        self.streams = StdioStreams(server, principal, writer)
+
+    def close(self) -> None:
+        """EOF: every open listen (and session subscription) ends."""
+        self.streams.close()
 
     def receive(self, frame: Frame) -> None:
         """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
@@ -90,6 +96,11 @@ class DualEraConnection:
                 log.info("dropped a response to an unknown or abandoned request")
                 return None
             return encode_error(failure.request_id, to_wire(failure.error))
+        # A listen is a 2026-07-28 request; a session's frame of that name is not one.
+        if (isinstance(message, Notification) or is_modern(message.params)) and self.streams.take(
+            message
+        ):
+            return None
         if isinstance(message, Notification):
             if self.legacy is not None and message.method in ROOTS_CHANGED:
                 self.legacy.refresh_roots()

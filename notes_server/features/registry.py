@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from notes_server.config import SettingsError
-from notes_server.features.extension import Extension, ResourceTemplate
+from notes_server.features.extension import Extension, ResourceTemplate, StreamMethod
 from notes_server.features.prompts.base import PromptRegistry
 from notes_server.features.resources import SCHEME, ResourceRouter
 from notes_server.tools.registry import ToolRegistry
@@ -64,6 +64,10 @@ class ExtensionRegistry:
             t for e in self.extensions for t in e.resource_templates
         )
         self.capabilities = _capabilities(self.extensions, bool(providers))
+        _unique("long-lived method", [(m, e.name) for e in self.extensions for m in e.streams])
+        self.streams: dict[str, StreamMethod] = {
+            m: method for e in self.extensions for m, method in e.streams.items()
+        }
 
     def http_routes(self) -> list[BaseRoute]:
         """Every extension's routes, in extension order (builds them: HTTP only)."""
