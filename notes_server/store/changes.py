@@ -24,6 +24,7 @@ sequence before deciding it was rolled back, so a late commit is still delivered
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -249,26 +250,39 @@ class ChangeFeed:
             return len(self._subscriptions)
 
     def _remove(self, subscription: Subscription) -> None:
+        """After the last listener the thread stops and its connection closes (waited for,
+        unless a listener leaves from inside the feed thread itself)."""
+        ending: threading.Thread | None = None
         with self._lock:
             if subscription in self._subscriptions:
                 self._subscriptions.remove(subscription)
             if not self._subscriptions and self._thread is not None:
                 self._stop.set()
-                self._thread = None
+                ending, self._thread = self._thread, None
+        if ending is not None and ending is not threading.current_thread():
+            ending.join(timeout=2 * POLL_S)
 
-    def _run(self, source: _Source, stop: threading.Event) -> None:
-        try:
-            while not stop.is_set():
+    def _run(self, source: _Source | None, stop: threading.Event) -> None:
+        """Wait, read, deliver; a lost connection (a database restart) is opened again after
+        POLL_S, and the read resumes from the low-water mark, so nothing is skipped."""
+        while not stop.is_set():
+            try:
+                if source is None:
+                    source = self._make_source(self.engine)
                 source.wait(stop)
                 if stop.is_set():
                     break
-                try:
-                    self._deliver(source)
-                except Exception:
-                    log.exception("the change feed could not read the change log")
-                    stop.wait(POLL_S)
-        finally:
-            source.close()
+                self._deliver(source)
+            except Exception as exc:
+                log.warning("the change feed lost its database connection: %s", type(exc).__name__)
+                if source is not None:
+                    with contextlib.suppress(Exception):
+                        source.close()
+                source = None
+                stop.wait(POLL_S)
+        if source is not None:
+            with contextlib.suppress(Exception):
+                source.close()
 
     def _deliver(self, source: _Source) -> None:
         while True:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from notes_server.features.extension import Extension, LiveStream
-from notes_server.features.subscriptions.hub import METHOD, SubscriptionHub, read_filter
+from notes_server.features.subscriptions.hub import METHOD, SubscriptionHub, hub_of, read_filter
 from notes_server.tools.base import CallContext
 from notes_server.tools.services import Services
 
@@ -27,7 +27,7 @@ class ListenMethod:
 
 
 def subscriptions_extension(services: Services) -> Extension:
-    hub = SubscriptionHub(services)
+    hub = hub_of(services)
     return Extension(
         name="subscriptions",
         capabilities={"resources": {"subscribe": True, "listChanged": True}},

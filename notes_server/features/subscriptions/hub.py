@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -365,6 +366,20 @@ class SubscriptionHub:
                     )
         for listen, found in concerned:
             listen.offer(_notifications(listen, found, readable[_principal_key(listen)]))
+
+
+_HUBS: weakref.WeakKeyDictionary[Services, SubscriptionHub] = weakref.WeakKeyDictionary()
+_HUBS_LOCK = threading.Lock()
+
+
+def hub_of(services: Services) -> SubscriptionHub:
+    """The one hub of a server's services: the 2026-07-28 listens and the 2025-11-25 sessions'
+    subscriptions share it (and its one change-feed listener)."""
+    with _HUBS_LOCK:
+        hub = _HUBS.get(services)
+        if hub is None:
+            hub = _HUBS[services] = SubscriptionHub(services)
+        return hub
 
 
 def _principal_key(listen: Listen) -> tuple[Any, ...]:
