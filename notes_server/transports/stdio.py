@@ -173,6 +173,16 @@ class StdioStreams:
         thread.start()
         return True
 
+    def adopt(self, key: object, stream: LiveStream) -> None:
+        """Write an already open stream's notifications too (a 2025-11-25 session's
+        subscriptions); it ends with the connection, or when its owner closes it."""
+        thread = threading.Thread(
+            target=self._pump, args=((False, ("adopted", key)), stream), daemon=True
+        )
+        with self._lock:
+            self._open[(False, ("adopted", key))] = (stream, thread)
+        thread.start()
+
     def _cancel(self, params: dict[str, object]) -> bool:
         with self._lock:
             entry = self._open.pop(_key(params.get("requestId")), None)
@@ -194,8 +204,12 @@ class StdioStreams:
                 if ended:
                     break
             if stream.dropped:
-                self.writer.write(stream.cancelled("The subscription fell too far behind"))
-                self.writer.write(stream.final())
+                for closing in (
+                    stream.cancelled("The subscription fell too far behind"),
+                    stream.final(),
+                ):
+                    if closing:  # a session's subscriptions have no request to end
+                        self.writer.write(closing)
         except (BrokenPipeError, ValueError, OSError):
             stream.close()  # stdout is gone
         finally:

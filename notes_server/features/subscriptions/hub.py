@@ -158,7 +158,9 @@ class Listen:
         return dump_bytes(message)
 
     def final(self) -> bytes:
-        """The graceful end's response (2026-07-28)."""
+        """The graceful end's response (2026-07-28); nothing for a 2025-11-25 session."""
+        if self.tag is None:
+            return b""
         return dump_bytes(
             {
                 "jsonrpc": "2.0",
@@ -169,6 +171,8 @@ class Listen:
 
     def cancelled(self, reason: str) -> bytes:
         """The server's own teardown notice on stdio (`notifications/cancelled`)."""
+        if self.tag is None:
+            return b""
         return dump_bytes(
             {
                 "jsonrpc": "2.0",
