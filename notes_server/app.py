@@ -24,6 +24,7 @@ from notes_server.features.extension import Extension
 from notes_server.features.folders.extension import folders_extension
 from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
+from notes_server.features.subscriptions.extension import subscriptions_extension
 from notes_server.features.tasks.extension import tasks_extension
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
@@ -87,13 +88,15 @@ def builtin_extensions(
     page_base: Callable[[], str] | None = None,
 ) -> list[Extension]:
     """What a server built from settings serves: notes, folders (`notes_import`), MCP Apps,
-    tasks (long calls as `io.modelcontextprotocol/tasks` tasks), then (with `page_base`, the
-    approval page's origin) `notes_purge` and its approval page, then each tools module."""
+    tasks (long calls as `io.modelcontextprotocol/tasks` tasks), change subscriptions
+    (`subscriptions/listen`), then (with `page_base`, the approval page's origin) `notes_purge`
+    and its approval page, then each tools module."""
     served = [
         notes_extension(services),
         folders_extension(services),
         apps_extension(services),
         tasks_extension(services),
+        subscriptions_extension(services),
     ]
     if page_base is not None:
         from notes_server.features.purge.extension import purge_extension
@@ -138,6 +141,7 @@ def server_for(composed: ExtensionRegistry) -> McpServer:
         templates=composed.templates,
         extension_methods=composed.methods,
         tool_call_hook=composed.tool_call_hook,
+        streams=composed.streams,
     )
 
 

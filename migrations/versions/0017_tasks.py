@@ -6,7 +6,7 @@ looks at between files, and the expiry the sweep removes it after. Self-containe
 one table and its indexes and touches nothing else, so re-chaining it is a one-line change.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-02
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
 from notes_server.compat_2025.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
 from notes_server.compat_2025.session import LegacyHandler, Outcome, start_session
+from notes_server.compat_2025.subscriptions import SessionSubscriptions, session_hub
 from notes_server.compat_2025.translate import NOT_INITIALIZED, is_modern, is_response
 from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.envelope import (
@@ -44,6 +45,7 @@ from notes_server.transports.stdio import (
     LineReader,
     LineWriter,
     Oversized,
+    StdioStreams,
     answer,
 )
 
@@ -73,6 +75,14 @@ class DualEraConnection:
         self.writer = writer
         self.channel = ClientChannel(reader, writer, reader.deferred)
         self.legacy: LegacyHandler | None = None
+        self.streams = StdioStreams(server, principal, writer)
+        self.subscriptions: SessionSubscriptions | None = None
+
+    def close(self) -> None:
+        """EOF: every open listen (and session subscription) ends."""
+        if self.subscriptions is not None:
+            self.subscriptions.close()
+        self.streams.close()
 
     def receive(self, frame: Frame) -> None:
         """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
@@ -90,6 +100,11 @@ class DualEraConnection:
                 log.info("dropped a response to an unknown or abandoned request")
                 return None
             return encode_error(failure.request_id, to_wire(failure.error))
+        # A listen is a 2026-07-28 request; a session's frame of that name is not one.
+        if (isinstance(message, Notification) or is_modern(message.params)) and self.streams.take(
+            message
+        ):
+            return None
         if isinstance(message, Notification):
             if self.legacy is not None and message.method in ROOTS_CHANGED:
                 self.legacy.refresh_roots()
@@ -122,8 +137,22 @@ class DualEraConnection:
             session = start_session(request.params)
         except McpError as exc:
             return None, to_wire(exc)
+        if self.subscriptions is not None:
+            self.subscriptions.close()  # a new initialize starts a new session
+            self.subscriptions = None
+        hub = session_hub(self.server)
+        if hub is not None:
+            self.subscriptions = SessionSubscriptions(
+                hub, self.principal, lambda stream: self.streams.adopt("session", stream)
+            )
         handler = LegacyHandler(
-            self.server, self.principal, session, self.channel, self.grants, self.roots_wait_s
+            self.server,
+            self.principal,
+            session,
+            self.channel,
+            self.grants,
+            self.roots_wait_s,
+            subscriptions=self.subscriptions,
         )
         result, error = handler.initialize(request.id)
         if error is None:

@@ -39,6 +39,8 @@ from notes_server.compat_2025.rounds import (
     call_rounds,
     drive,
 )
+from notes_server.compat_2025.subscriptions import METHODS as SUBSCRIBE_METHODS
+from notes_server.compat_2025.subscriptions import SessionSubscriptions
 from notes_server.compat_2025.translate import (
     LEGACY_METHODS,
     LOGGED_METHODS,
@@ -152,8 +154,10 @@ class LegacyHandler:
         channel: ClientChannel | None = None,
         grants: GrantLookup | None = None,
         roots_wait_s: float = ROOTS_WAIT_S,
+        subscriptions: SessionSubscriptions | None = None,
     ) -> None:
         self.server = server
+        self.subscriptions = subscriptions
         self.principal = principal
         self.session = session
         self.channel = channel
@@ -217,7 +221,12 @@ class LegacyHandler:
             str(info.get("name", "unnamed client"))[:MAX_NAME_ECHO],
             self.session.version,
         )
-        return initialize_result(self.session.version, result, self.server.server_info), None
+        served = self.subscriptions is not None
+        if self.subscriptions is not None:
+            self.subscriptions.start_session(self.narrowing)
+        return initialize_result(
+            self.session.version, result, self.server.server_info, subscriptions=served
+        ), None
 
     def refusal(self, method: str) -> Outcome | None:
         """`ping` answered, an unknown method refused; None for methods the core serves
@@ -240,6 +249,10 @@ class LegacyHandler:
 
     def handle(self, request: Request) -> Outcome:
         """(legacy result, None) or (None, legacy error). Raises RequestCancelled."""
+        if self.subscriptions is not None and request.method in SUBSCRIBE_METHODS:
+            if self.narrowed and not self.roots_known:
+                self.refresh_roots()  # a subscription resolves within the roots
+            return self.subscriptions.handle(request.method, request.params)
         refused = self.refusal(request.method)
         if refused is not None:
             return refused

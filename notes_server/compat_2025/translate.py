@@ -164,11 +164,26 @@ def modern_params(
     return {**params, "_meta": stamped}
 
 
+# What `resources` declares only where the session can be told (`resources/subscribe` and
+# the notifications on its stream): the 2026-07-28 listen's capabilities otherwise.
+SUBSCRIPTION_CAPABILITIES = ("subscribe", "listChanged")
+
+
 def initialize_result(
-    version: str, discovered: dict[str, Any], server_info: dict[str, Any]
+    version: str,
+    discovered: dict[str, Any],
+    server_info: dict[str, Any],
+    *,
+    subscriptions: bool = False,
 ) -> dict[str, Any]:
-    """An InitializeResult built from the core's own `server/discover` answer."""
+    """An InitializeResult built from the core's own `server/discover` answer; `subscriptions`:
+    the session's transport delivers change notifications (else `resources` claims none)."""
     capabilities = {k: v for k, v in discovered["capabilities"].items() if k != "extensions"}
+    resources = capabilities.get("resources")
+    if not subscriptions and isinstance(resources, dict):
+        capabilities["resources"] = {
+            k: v for k, v in resources.items() if k not in SUBSCRIPTION_CAPABILITIES
+        }
     result: dict[str, Any] = {
         "protocolVersion": version,
         "capabilities": capabilities,

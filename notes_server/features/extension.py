@@ -4,7 +4,9 @@ An extension never reaches into the core: it contributes server capabilities and
 entries for `server/discover`, tools, prompts, resource providers (one per URI scheme) and
 resource templates (each completing its own variables), a hook that adds `_meta` to tool
 descriptors for one request's client capabilities, HTTP routes, JSON-RPC methods of its own
-(`tasks/get`...) and a hook that may answer a `tools/call` in the tool's stead (a task).
+(`tasks/get`...), a hook that may answer a `tools/call` in the tool's stead (a task), and
+long-lived methods (`streams`: a request answered by a stream of notifications,
+`subscriptions/listen`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,35 @@ class ResourceTemplate(Protocol):
         """Values for variable `argument` starting with `value`; -32602 for an unknown one."""
 
 
+class LiveStream(Protocol):
+    """An open long-lived request: notifications queued by the server until it ends. The
+    transport delivers them: `attach` a wake-up (called from any thread when something was
+    queued or the stream ended), then `drain` after each wake-up."""
+
+    dropped: bool
+
+    def attach(self, wake: Callable[[], None]) -> None: ...
+
+    def drain(self) -> tuple[list[bytes], bool]:
+        """The encoded messages queued so far, and whether the stream has ended."""
+
+    def close(self) -> None:
+        """The client went away or cancelled: nothing more is queued."""
+
+    def final(self) -> bytes:
+        """The encoded response of a graceful end by the server."""
+
+    def cancelled(self, reason: str) -> bytes:
+        """The encoded `notifications/cancelled` of a teardown by the server (stdio)."""
+
+
+class StreamMethod(Protocol):
+    """A long-lived method an extension serves (say `subscriptions/listen`)."""
+
+    def open(self, ctx: CallContext, params: dict[str, Any]) -> LiveStream:
+        """Check the params (-32602) and open the stream for this request."""
+
+
 def no_routes() -> Sequence[BaseRoute]:
     return ()
 
@@ -88,3 +119,4 @@ class Extension(NamedTuple):
     http_routes: RouteFactory = no_routes
     methods: Mapping[str, ExtensionMethod] = EMPTY
     tool_call_hook: ToolCallHook | None = None
+    streams: Mapping[str, StreamMethod] = EMPTY

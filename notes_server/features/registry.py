@@ -18,6 +18,7 @@ from notes_server.features.extension import (
     Extension,
     ExtensionMethod,
     ResourceTemplate,
+    StreamMethod,
     ToolCallHook,
 )
 from notes_server.features.prompts.base import PromptRegistry
@@ -79,6 +80,10 @@ class ExtensionRegistry:
         self.tool_call_hook: ToolCallHook | None = (
             hooks_of_calls[0].tool_call_hook if hooks_of_calls else None
         )
+        _unique("long-lived method", [(m, e.name) for e in self.extensions for m in e.streams])
+        self.streams: dict[str, StreamMethod] = {
+            m: method for e in self.extensions for m, method in e.streams.items()
+        }
 
     def http_routes(self) -> list[BaseRoute]:
         """Every extension's routes, in extension order (builds them: HTTP only)."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.config import SettingsError
 from notes_server.errors import McpError, MethodNotFound, database_fault, to_wire
-from notes_server.features.extension import ExtensionMethod, ToolCallHook
+from notes_server.features.extension import ExtensionMethod, LiveStream, StreamMethod, ToolCallHook
 from notes_server.features.prompts.base import PromptRegistry
 from notes_server.protocol import methods
 from notes_server.protocol.context import RequestContext
@@ -33,7 +33,7 @@ from notes_server.protocol.progress import Emit, progress_sink
 from notes_server.protocol.server_view import ResourceProvider, ResourceTemplate, ServerView
 from notes_server.protocol.versions import META_SERVER_INFO
 from notes_server.security.uri import WorkspaceUri
-from notes_server.tools.base import ProgressSink
+from notes_server.tools.base import CallContext, ProgressSink
 
 if TYPE_CHECKING:
     from notes_server.tools.registry import ToolRegistry
@@ -99,11 +99,13 @@ class McpServer:
         templates: Sequence[ResourceTemplate] = (),
         extension_methods: Mapping[str, ExtensionMethod] | None = None,
         tool_call_hook: ToolCallHook | None = None,
+        streams: Mapping[str, StreamMethod] | None = None,
     ) -> None:
         self.registry = registry
         self.resources = resources
         self.prompts = PromptRegistry([]) if prompts is None else prompts
         self.templates = tuple(templates)
+        self.streams: Mapping[str, StreamMethod] = {} if streams is None else streams
         self.server_info = server_info
         self.capabilities = DEFAULT_CAPABILITIES if capabilities is None else capabilities
         self.extension_methods: Mapping[str, ExtensionMethod] = dict(extension_methods or {})
@@ -170,6 +172,29 @@ class McpServer:
             return encode_error(message.id, error)
         assert result is not None
         return encode_result(message.id, result)
+
+    def serves_stream(self, message: Request | Notification) -> bool:
+        """Whether `message` is a request for a long-lived method (`open_stream`), which a
+        transport must deliver as a stream rather than one reply."""
+        return isinstance(message, Request) and message.method in self.streams
+
+    def open_stream(
+        self,
+        request: Request,
+        principal: str,
+        *,
+        roots: tuple[WorkspaceUri, ...] | None = None,
+    ) -> tuple[LiveStream | None, dict[str, Any] | None]:
+        """Open a long-lived request: (stream, None) or (None, error object), checked in the
+        same order as any request (`_meta`, version, params)."""
+        try:
+            meta = read_meta(request.params)
+            ctx = CallContext(principal, meta.capabilities, request.id, roots=roots)
+            return self.streams[request.method].open(ctx, request.params), None
+        except McpError as exc:
+            return None, to_wire(exc)
+        except Exception as exc:
+            return None, internal_error(exc, request.method)
 
     def handle_notification(self, message: Notification) -> None:
         """Notifications are never answered; requests here finish synchronously, so a

@@ -148,23 +148,32 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
         conn = conn.execution_options(**{_WRITE: True})
         with conn.begin():
             yield conn
-    signal = _WRITE_SIGNALS.get(engine)
-    if signal is not None:
-        signal.set()
+    signals = _WRITE_SIGNALS.get(engine)
+    if signals is not None:
+        for signal in signals.values():
+            signal.set()
 
 
-_WRITE_SIGNALS: weakref.WeakKeyDictionary[Engine, threading.Event] = weakref.WeakKeyDictionary()
+# Per engine, one event per waiter kind (the semantic indexer, the change feed): each clears
+# its own, so one never swallows the other's wake-up.
+_WRITE_SIGNALS: weakref.WeakKeyDictionary[Engine, dict[str, threading.Event]] = (
+    weakref.WeakKeyDictionary()
+)
 _SIGNALS_LOCK = threading.Lock()
 
 
-def write_signal(engine: Engine) -> threading.Event:
+def write_signal(engine: Engine, waiter: str = "indexer") -> threading.Event:
     """An event set after every committed write transaction of this engine in this process:
     what a background worker waits on instead of polling (writes from other processes need a
-    poll of their own). Created on first ask; writes cost nothing more until then."""
+    poll of their own). One per `waiter` name, created on first ask; writes cost nothing more
+    until then."""
     with _SIGNALS_LOCK:
-        signal = _WRITE_SIGNALS.get(engine)
+        signals = _WRITE_SIGNALS.get(engine)
+        if signals is None:
+            signals = _WRITE_SIGNALS[engine] = {}
+        signal = signals.get(waiter)
         if signal is None:
-            signal = _WRITE_SIGNALS[engine] = threading.Event()
+            signal = signals[waiter] = threading.Event()
         return signal
 
 

@@ -7,6 +7,7 @@ before the first tool call of every server start.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     ForeignKey,
@@ -421,4 +422,24 @@ tasks_table = Table(
     Column("updated_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
     Index("ix_tasks_expires", "expires_at"),
+)
+
+# The change log (migration 0016): one row per committed note mutation, appended by triggers
+# on `notes` in the writer's transaction (on PostgreSQL with a `pg_notify` of the seq), read by
+# the change feed (store.changes) that serves change subscriptions. Pruned by a trigger too.
+changes_table = Table(
+    "note_changes",
+    metadata,
+    Column(
+        "seq",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("workspace", String(2048), nullable=False),
+    Column("note_id", String(40), nullable=False),
+    Column("kind", String(10), nullable=False),
+    Column("previous_workspace", String(2048), nullable=True),
+    Column("at", TZ, nullable=False),
+    sqlite_autoincrement=True,
 )

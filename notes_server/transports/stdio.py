@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO, Final, Protocol
 
 from notes_server.errors import InvalidRequest, to_wire
-from notes_server.protocol.envelope import DecodeFailure, encode_error, parse_json, request_id_of
+from notes_server.features.extension import LiveStream
+from notes_server.protocol.envelope import (
+    DecodeFailure,
+    Notification,
+    Request,
+    decode,
+    encode_error,
+    parse_json,
+    request_id_of,
+)
 from notes_server.protocol.server import McpServer
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -94,14 +104,128 @@ class LineReader:
 
 
 class LineWriter:
-    """One message per line, flushed at once."""
+    """One message per line, flushed at once; lines of several threads (the replies, and each
+    open listen's notifications) never interleave."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        self._lock = threading.Lock()
 
     def write(self, message: bytes) -> None:
-        self._stream.write(message + b"\n")
-        self._stream.flush()
+        with self._lock:
+            self._stream.write(message + b"\n")
+            self._stream.flush()
+
+
+_CANCELLED = "notifications/cancelled"
+# Cheap look before a decode: only frames naming one of these can open or end a stream.
+_STREAM_MARKERS = (b"subscriptions/", _CANCELLED.encode())
+
+
+def _key(request_id: object) -> tuple[bool, object]:
+    """Ids 1 and "1" are different requests."""
+    return isinstance(request_id, str), request_id
+
+
+class StdioStreams:
+    """The long-lived requests (`subscriptions/listen`) open on one stdio connection: each has
+    a thread that writes its notifications as lines, interleaved with the replies, while the
+    connection goes on reading. `notifications/cancelled` naming one ends it with nothing more
+    written (the spec: no response to a cancelled request); a stream the server ends (a
+    reader that fell too far behind) gets `notifications/cancelled` and then its closing
+    result. EOF closes them all."""
+
+    def __init__(self, server: McpServer, principal: str, writer: LineWriter) -> None:
+        self.server = server
+        self.principal = principal
+        self.writer = writer
+        self._lock = threading.Lock()
+        self._open: dict[tuple[bool, object], tuple[LiveStream, threading.Thread]] = {}
+
+    def take_frame(self, frame: Frame) -> bool:
+        """Whether this frame opened or ended a stream (then it needs nothing else)."""
+        if isinstance(frame, Oversized) or not any(m in frame for m in _STREAM_MARKERS):
+            return False
+        try:
+            message = decode(frame)
+        except DecodeFailure:
+            return False
+        return self.take(message)
+
+    def take(self, message: Request | Notification) -> bool:
+        if isinstance(message, Notification):
+            return message.method == _CANCELLED and self._cancel(message.params)
+        if not self.server.serves_stream(message):
+            return False
+        stream, error = self.server.open_stream(message, self.principal)
+        if stream is None:
+            self.writer.write(encode_error(message.id, error or {}))
+            return True
+        key = _key(message.id)
+        thread = threading.Thread(
+            target=self._pump, args=(key, stream), name="notes-listen", daemon=True
+        )
+        with self._lock:
+            previous = self._open.pop(key, None)
+            self._open[key] = (stream, thread)
+        if previous is not None:
+            previous[0].close()
+        thread.start()
+        return True
+
+    def adopt(self, key: object, stream: LiveStream) -> None:
+        """Write an already open stream's notifications too (a 2025-11-25 session's
+        subscriptions); it ends with the connection, or when its owner closes it."""
+        thread = threading.Thread(
+            target=self._pump, args=((False, ("adopted", key)), stream), daemon=True
+        )
+        with self._lock:
+            self._open[(False, ("adopted", key))] = (stream, thread)
+        thread.start()
+
+    def _cancel(self, params: dict[str, object]) -> bool:
+        with self._lock:
+            entry = self._open.pop(_key(params.get("requestId")), None)
+        if entry is None:
+            return False  # not ours: another request's cancellation
+        entry[0].close()
+        return True
+
+    def _pump(self, key: tuple[bool, object], stream: LiveStream) -> None:
+        ready = threading.Event()
+        stream.attach(ready.set)
+        try:
+            while True:
+                ready.wait()
+                ready.clear()
+                messages, ended = stream.drain()
+                for message in messages:
+                    self.writer.write(message)
+                if ended:
+                    break
+            if stream.dropped:
+                for closing in (
+                    stream.cancelled("The subscription fell too far behind"),
+                    stream.final(),
+                ):
+                    if closing:  # a session's subscriptions have no request to end
+                        self.writer.write(closing)
+        except (BrokenPipeError, ValueError, OSError):
+            stream.close()  # stdout is gone
+        finally:
+            with self._lock:
+                entry = self._open.get(key)
+                if entry is not None and entry[0] is stream:
+                    del self._open[key]
+
+    def close(self) -> None:
+        with self._lock:
+            entries = list(self._open.values())
+            self._open.clear()
+        for stream, _ in entries:
+            stream.close()
+        for _, thread in entries:
+            thread.join(timeout=1.0)
 
 
 def answer(
@@ -152,7 +276,7 @@ class ConnectionFactory(Protocol):
 
 
 class StatelessConnection:
-    """2026-07-28 only: every frame is answered on its own."""
+    """2026-07-28 only: every frame is answered on its own; listens stream beside them."""
 
     def __init__(
         self, server: McpServer, principal: str, reader: LineReader, writer: LineWriter
@@ -160,11 +284,17 @@ class StatelessConnection:
         self.server = server
         self.principal = principal
         self.writer = writer
+        self.streams = StdioStreams(server, principal, writer)
 
     def receive(self, frame: Frame) -> None:
+        if self.streams.take_frame(frame):
+            return
         reply = answer(self.server, self.principal, frame, self.writer.write)
         if reply is not None:
             self.writer.write(reply)
+
+    def close(self) -> None:
+        self.streams.close()
 
 
 def serve_stdio(
@@ -180,7 +310,12 @@ def serve_stdio(
     reader = LineReader(stdin)
     writer = LineWriter(stdout)
     handler = connection(server, principal, reader, writer)
-    while (frame := reader.next_in_order()) is not None:
-        reply = guarded(handler.receive, frame)
-        if reply is not None:
-            writer.write(reply)
+    try:
+        while (frame := reader.next_in_order()) is not None:
+            reply = guarded(handler.receive, frame)
+            if reply is not None:
+                writer.write(reply)
+    finally:
+        close = getattr(handler, "close", None)
+        if close is not None:
+            close()

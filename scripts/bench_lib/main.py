@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench_lib import (
+    changes,
     coldstart,
     completion,
     datasets,
@@ -42,6 +43,7 @@ SUITES = (
     "pg",
     "links",
     "history",
+    "changes",
 )
 
 
@@ -78,6 +80,7 @@ class Plan:
     links_calls: int = 400
     stdio_payloads: int = 500  # distinct notes_read ids (notes_search: 2/5 as many queries)
     floor_cold_reps: int = 20  # cold starts of ours and of the `python -c` floor, each
+    change_count: int = 200  # changes from process A to a listen on process B, per backend
 
 
 FULL = Plan(
@@ -138,6 +141,7 @@ QUICK = Plan(
     history_edits=50,
     history_calls=50,
     floor_cold_reps=6,
+    change_count=50,
 )
 # The test suite's smoke run (tests/test_bench_smoke.py): every suite, every row and check,
 # each on the smallest input that still takes its code path (two points where a row compares
@@ -173,6 +177,7 @@ SMOKE = Plan(
     history_calls=5,
     stdio_payloads=10,
     floor_cold_reps=1,
+    change_count=3,
 )
 
 
@@ -416,6 +421,10 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
             pg_admin=None if problem is not None else pg.admin_url(),
         )
         results.timings["note history"] = time.perf_counter() - t0
+    if "changes" in only:
+        t0 = time.perf_counter()
+        changes.run(results, workdir, changes=plan.change_count)
+        results.timings["changes"] = time.perf_counter() - t0
 
 
 def _summary(results: Results, plan: Plan) -> dict[str, object]:

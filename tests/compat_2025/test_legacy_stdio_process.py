@@ -65,7 +65,7 @@ def test_initialize_negotiates_a_legacy_version(
     assert result["protocolVersion"] == negotiated
     assert result["capabilities"] == {
         "tools": {},
-        "resources": {},
+        "resources": {"subscribe": True, "listChanged": True},  # stdio sessions subscribe
         "prompts": {},
         "logging": {},
         "completions": {},

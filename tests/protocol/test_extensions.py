@@ -123,7 +123,7 @@ def test_the_default_server_serves_the_notes_then_the_folders_then_the_apps_tool
     assert all("_meta" not in tool for tool in result["tools"])  # the demo id is not Apps
     assert call("server/discover")["result"]["capabilities"] == {
         "tools": {},
-        "resources": {},
+        "resources": {"subscribe": True, "listChanged": True},  # subscriptions/listen
         "prompts": {},
         "logging": {},
         "completions": {},

@@ -53,7 +53,8 @@ from notes_server.protocol.envelope import (
 from notes_server.protocol.meta import names_version
 from notes_server.protocol.server import McpServer, internal_error
 from notes_server.protocol.versions import MODERN_VERSIONS
-from notes_server.transports.http.exchange import Reply, answer, undecodable
+from notes_server.transports.http.exchange import Reply, answer, open_listen, undecodable
+from notes_server.transports.http.listen import ListenResponse
 from notes_server.transports.http.middleware.auth import AuthCheck, PrincipalLookup
 from notes_server.transports.http.middleware.cors import CorsCheck, cors_headers, with_cors
 from notes_server.transports.http.middleware.errors import answer_or_fail, failure_response
@@ -169,6 +170,8 @@ class McpPostHandler:
             "mcp-method": request.all(b"mcp-method"),
             "mcp-name": request.all(b"mcp-name"),
         }
+        if isinstance(message, Request) and self.server.serves_stream(message):
+            return await self.listen(message, headers, principal)
         if may_stream(body):
             return await self.with_progress(message, body, headers, principal)
         call = functools.partial(answer, self.server, message, headers, principal)
@@ -187,6 +190,15 @@ class McpPostHandler:
         if request.method == "DELETE":
             return await self.sessions.delete(request, request.principal)
         return not_allowed("DELETE, POST")
+
+    async def listen(
+        self, message: Request, headers: dict[str, list[str]], principal: str
+    ) -> Reply | ASGIApp:
+        """A long-lived request: opened on a worker thread (it reads the database), then
+        served by the event loop alone (`listen.ListenResponse`)."""
+        opening = functools.partial(open_listen, self.server, message, headers, principal)
+        opened = await self.threads.run(opening, self.http.request_timeout)
+        return opened if isinstance(opened, Reply) else ListenResponse(opened)
 
     async def with_progress(
         self,

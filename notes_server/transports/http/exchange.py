@@ -26,6 +26,7 @@ from notes_server.errors import (
     McpError,
     to_wire,
 )
+from notes_server.features.extension import LiveStream
 from notes_server.protocol.envelope import (
     DecodeFailure,
     Notification,
@@ -96,6 +97,21 @@ def undecodable(failure: DecodeFailure) -> Reply:
     """The reply to a body that is no JSON-RPC request or notification (-32700, -32600, or
     -32602 for params the parser cannot hold), with the request's id when it was readable."""
     return _error(failure.request_id, to_wire(failure.error), handler=False)
+
+
+def open_listen(
+    server: McpServer, message: Request, headers: HeaderValues, principal: str
+) -> Reply | LiveStream:
+    """A long-lived request (`McpServer.serves_stream`): the same header rung as `answer`,
+    then the open stream, or the error reply."""
+    try:
+        check_headers(headers, message, read_meta_shape(message.params))
+    except McpError as exc:
+        return _error(message.id, to_wire(exc), handler=False)
+    stream, error = server.open_stream(message, principal)
+    if stream is None:
+        return _error(message.id, error or {}, handler=True)
+    return stream
 
 
 def answer(

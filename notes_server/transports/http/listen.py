@@ -1,0 +1,78 @@
+"""A long-lived request over HTTP (`subscriptions/listen`): the SSE response of its POST.
+
+The stream's notifications are queued by the server's feed thread; this coroutine is woken
+through the event loop (`call_soon_threadsafe`) and sends what is queued, with a keep-alive
+comment every KEEPALIVE_S of silence. It holds no worker thread while it waits. The client
+closing the response is the end (2026-07-28: closing the stream is the cancellation): the
+listen is closed and nothing more is sent. A stream the server ends (its reader fell too far
+behind: `await send` blocked while the bounded queue filled) gets its closing result as the
+last event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+from notes_server.features.extension import LiveStream
+from notes_server.transports.http.progress import SSE_HEADERS, sse_chunk
+
+KEEPALIVE_S = 15.0
+_KEEPALIVE = {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client goes away (the body was read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class ListenResponse:
+    """The ASGI app answering one open listen."""
+
+    def __init__(self, stream: LiveStream, keepalive_s: float = KEEPALIVE_S) -> None:
+        self.stream = stream
+        self.keepalive_s = keepalive_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+        stream = self.stream
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(ready.set)
+
+        stream.attach(wake)
+        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            while not gone.done():
+                ready.clear()
+                messages, ended = stream.drain()
+                for message in messages:
+                    await send(sse_chunk(message))
+                if ended:
+                    if stream.dropped:
+                        await send(sse_chunk(stream.final()))
+                    break
+                woken = asyncio.ensure_future(ready.wait())
+                done, _ = await asyncio.wait(
+                    {woken, gone}, timeout=self.keepalive_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                woken.cancel()
+                if not done:
+                    await send(_KEEPALIVE)
+            if not gone.done():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the connection is gone
+        finally:
+            stream.close()
+            gone.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gone

@@ -1,0 +1,83 @@
+"""A 2025-11-25 stdio session's `resources/subscribe` / `unsubscribe` with a real `serve`
+process: `{}` answers, `notifications/resources/updated` (no subscription id) for a note
+changed by another process, `list_changed` for a note added, nothing after unsubscribing
+or about another principal's note; bad URIs are -32602."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+
+from notes_server.store import notes
+from notes_server.store.engine import write_tx
+from tests.compat_2025.legacy_support import NOTES, Legacy
+
+NOW = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+WRITER = notes.Author("writer", "test")
+BOBS = "file:///home/bob/notes"
+
+
+def insert(engine: Engine, workspace: str, path: str) -> notes.NoteRecord:
+    with write_tx(engine) as conn:
+        return notes.insert_note(
+            conn, workspace=workspace, path=path, title=path, body="v1", now=NOW, author=WRITER
+        )
+
+
+def touch(engine: Engine, note: notes.NoteRecord) -> notes.NoteRecord:
+    with write_tx(engine) as conn:
+        changed = notes.update_fields(conn, note, now=NOW, author=WRITER, body=note.body + "+")
+    assert changed is not None
+    return changed
+
+
+def test_a_session_hears_its_subscribed_note_and_list_changes(
+    legacy: Legacy, migrated_engine: Engine
+) -> None:
+    note = insert(migrated_engine, NOTES, "plan.md")
+    client = legacy()
+    client.initialize()
+
+    subscribed = client.result("resources/subscribe", {"uri": f"{NOTES}/plan.md"})
+    touch(migrated_engine, note)
+    changed = client.read()
+    insert(migrated_engine, NOTES, "new.md")
+    listed = client.read()
+
+    assert subscribed == {}
+    assert changed == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/updated",
+        "params": {"uri": f"{NOTES}/plan.md"},
+    }
+    assert listed == {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
+
+
+def test_after_unsubscribing_a_note_is_silent_and_others_are_never_heard(
+    legacy: Legacy, migrated_engine: Engine, grant: object
+) -> None:
+    first, second = insert(migrated_engine, NOTES, "a.md"), insert(migrated_engine, NOTES, "b.md")
+    bobs = insert(migrated_engine, BOBS, "secret.md")
+    client = legacy()
+    client.initialize()
+    client.result("resources/subscribe", {"uri": f"{NOTES}/a.md"})
+    client.result("resources/subscribe", {"uri": f"{NOTES}/b.md"})
+    client.result("resources/subscribe", {"uri": f"{BOBS}/secret.md"})
+
+    assert client.result("resources/unsubscribe", {"uri": f"{NOTES}/a.md"}) == {}
+    touch(migrated_engine, first)
+    touch(migrated_engine, bobs)
+    touch(migrated_engine, second)  # the marker
+
+    assert client.read()["params"] == {"uri": f"{NOTES}/b.md"}
+
+
+def test_a_subscription_to_no_note_uri_is_invalid_params(legacy: Legacy) -> None:
+    client = legacy()
+    client.initialize()
+
+    reply = client.request("resources/subscribe", {"uri": "https://example.com/x"})
+
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"] == "Invalid params: not a note URI"
