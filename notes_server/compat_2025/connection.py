@@ -24,10 +24,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
-from notes_server.compat_2025.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
-from notes_server.compat_2025.session import LegacyHandler, Outcome, start_session
-from notes_server.compat_2025.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.compat_2025.constants import NOT_INITIALIZED, ROOTS_CHANGED, ROOTS_WAIT_S
 from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.envelope import (
     DecodeFailure,
@@ -38,6 +35,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.meta import names_version
 from notes_server.protocol.progress import progress_sink
 from notes_server.transports.stdio import (
     Frame,
@@ -48,7 +46,15 @@ from notes_server.transports.stdio import (
 )
 
 if TYPE_CHECKING:
+    from notes_server.compat_2025.channel import ClientChannel
+    from notes_server.compat_2025.roots import GrantLookup
+    from notes_server.compat_2025.session import LegacyHandler, Outcome
     from notes_server.protocol.server import McpServer
+
+# The session machinery (session, channel, rounds, roots, translate) is imported at the first
+# frame without a modern `_meta`: a 2026-07-28 client never needs it, and importing it before
+# the first reply cost 10M of a 385M-instruction cold start (callgrind, 2026-12-02: 2.6%; in a
+# checkout without bytecode caches it is compiled from source after the sandbox is on, ~20 ms).
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -71,8 +77,18 @@ class DualEraConnection:
         self.roots_wait_s = ROOTS_WAIT_S if roots_wait_s is None else roots_wait_s
         self.principal = principal
         self.writer = writer
-        self.channel = ClientChannel(reader, writer, reader.deferred)
+        self.reader = reader
+        self._channel: ClientChannel | None = None
         self.legacy: LegacyHandler | None = None
+
+    @property
+    def channel(self) -> ClientChannel:
+        """The channel a legacy session asks the client through, made at its first use."""
+        if self._channel is None:
+            from notes_server.compat_2025.channel import ClientChannel
+
+            self._channel = ClientChannel(self.reader, self.writer, self.reader.deferred)
+        return self._channel
 
     def receive(self, frame: Frame) -> None:
         """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
@@ -95,22 +111,26 @@ class DualEraConnection:
                 self.legacy.refresh_roots()
             self.server.handle_notification(message)
             return None
-        try:
-            result, error = self._route(message)
-        except RequestCancelled:
-            log.info("request %r cancelled by the client; not answered", message.id)
-            return None
+        if names_version(message.params):  # modern: the stateless core, untouched
+            progress = progress_sink(message.params, self.writer.write)
+            result, error = self.server.handle_request(
+                message, self.principal, progress=progress, notify=self.writer.write
+            )
+        else:
+            from notes_server.compat_2025.channel import RequestCancelled
+
+            try:
+                result, error = self._route(message)
+            except RequestCancelled:
+                log.info("request %r cancelled by the client; not answered", message.id)
+                return None
         if error is not None:
             return encode_error(message.id, error)
         assert result is not None
         return encode_result(message.id, result)
 
     def _route(self, request: Request) -> Outcome:
-        if is_modern(request.params):
-            progress = progress_sink(request.params, self.writer.write)
-            return self.server.handle_request(
-                request, self.principal, progress=progress, notify=self.writer.write
-            )
+        """A request without a modern `_meta`: `initialize`, or a legacy session's."""
         if request.method == "initialize":
             return self._initialize(request)
         if self.legacy is None:
@@ -118,6 +138,8 @@ class DualEraConnection:
         return self.legacy.handle(request)
 
     def _initialize(self, request: Request) -> Outcome:
+        from notes_server.compat_2025.session import LegacyHandler, start_session
+
         try:
             session = start_session(request.params)
         except McpError as exc:
@@ -132,6 +154,8 @@ class DualEraConnection:
 
 
 def _is_response(frame: bytes) -> bool:
+    from notes_server.compat_2025.translate import is_response
+
     try:
         message: Any = parse_json(frame)
     except DecodeFailure:
