@@ -53,8 +53,9 @@ if TYPE_CHECKING:
 
 # The session machinery (session, channel, rounds, roots, translate) is imported at the first
 # frame without a modern `_meta`: a 2026-07-28 client never needs it, and importing it before
-# the first reply cost 10M of a 385M-instruction cold start (callgrind, 2026-12-02: 2.6%; in a
-# checkout without bytecode caches it is compiled from source after the sandbox is on, ~20 ms).
+# the first reply cost 13M of a 386M-instruction cold start (callgrind, 2026-12-02: 3.4%; in a
+# checkout without bytecode caches it was compiled from source after the sandbox was on: 18 ms
+# of a 196 ms start under pyinstrument).
 
 log = logging.getLogger("notes_server.legacy")
 
