@@ -262,7 +262,8 @@ def test_a_stdio_serve_answers_discover_without_loading_the_other_commands(
     settings: Settings, migrated_engine: Engine, tmp_path: Path
 ) -> None:
     """Cold start: `serve` imports neither the modules of `call`, `token`, `audit`, the folder
-    commands, `host-config`, nor `socket` (the purge listener binds through `_socket`)."""
+    commands, `host-config`, nor `socket` (the purge listener binds through `_socket`), nor,
+    for a 2026-07-28 client, the 2025-11-25 session machinery."""
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -300,5 +301,10 @@ def test_a_stdio_serve_answers_discover_without_loading_the_other_commands(
         "notes_server.cli.host_config",
         "notes_server.cli.workspace",
         "socket",
+        "notes_server.compat_2025.session",
+        "notes_server.compat_2025.channel",
+        "notes_server.compat_2025.rounds",
+        "notes_server.compat_2025.roots",
+        "notes_server.compat_2025.translate",
     }
     assert sorted(unwanted & imported) == []

@@ -24,11 +24,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from notes_server.compat_2025.channel import ClientChannel, RequestCancelled
-from notes_server.compat_2025.roots import ROOTS_CHANGED, ROOTS_WAIT_S, GrantLookup
-from notes_server.compat_2025.session import LegacyHandler, Outcome, start_session
-from notes_server.compat_2025.subscriptions import SessionSubscriptions, session_hub
-from notes_server.compat_2025.translate import NOT_INITIALIZED, is_modern, is_response
+from notes_server.compat_2025.constants import NOT_INITIALIZED, ROOTS_CHANGED, ROOTS_WAIT_S
 from notes_server.errors import InvalidParams, McpError, to_wire
 from notes_server.protocol.envelope import (
     DecodeFailure,
@@ -39,6 +35,7 @@ from notes_server.protocol.envelope import (
     encode_result,
     parse_json,
 )
+from notes_server.protocol.meta import names_version
 from notes_server.protocol.progress import progress_sink
 from notes_server.transports.stdio import (
     Frame,
@@ -50,7 +47,17 @@ from notes_server.transports.stdio import (
 )
 
 if TYPE_CHECKING:
+    from notes_server.compat_2025.channel import ClientChannel
+    from notes_server.compat_2025.roots import GrantLookup
+    from notes_server.compat_2025.session import LegacyHandler, Outcome
+    from notes_server.compat_2025.subscriptions import SessionSubscriptions
     from notes_server.protocol.server import McpServer
+
+# The session machinery (session, channel, rounds, roots, translate) is imported at the first
+# frame without a modern `_meta`: a 2026-07-28 client never needs it, and importing it before
+# the first reply cost 13M of a 386M-instruction cold start (callgrind, 2026-12-02: 3.4%; in a
+# checkout without bytecode caches it was compiled from source after the sandbox was on: 18 ms
+# of a 196 ms start under pyinstrument).
 
 log = logging.getLogger("notes_server.legacy")
 
@@ -73,7 +80,8 @@ class DualEraConnection:
         self.roots_wait_s = ROOTS_WAIT_S if roots_wait_s is None else roots_wait_s
         self.principal = principal
         self.writer = writer
-        self.channel = ClientChannel(reader, writer, reader.deferred)
+        self.reader = reader
+        self._channel: ClientChannel | None = None
         self.legacy: LegacyHandler | None = None
         self.streams = StdioStreams(server, principal, writer)
         self.subscriptions: SessionSubscriptions | None = None
@@ -83,6 +91,15 @@ class DualEraConnection:
         if self.subscriptions is not None:
             self.subscriptions.close()
         self.streams.close()
+
+    @property
+    def channel(self) -> ClientChannel:
+        """The channel a legacy session asks the client through, made at its first use."""
+        if self._channel is None:
+            from notes_server.compat_2025.channel import ClientChannel
+
+            self._channel = ClientChannel(self.reader, self.writer, self.reader.deferred)
+        return self._channel
 
     def receive(self, frame: Frame) -> None:
         """Answer one frame (the transport guards it: a failure is -32603 for it alone)."""
@@ -101,31 +118,35 @@ class DualEraConnection:
                 return None
             return encode_error(failure.request_id, to_wire(failure.error))
         # A listen is a 2026-07-28 request; a session's frame of that name is not one.
-        if (isinstance(message, Notification) or is_modern(message.params)) and self.streams.take(
-            message
-        ):
+        if (
+            isinstance(message, Notification) or names_version(message.params)
+        ) and self.streams.take(message):
             return None
         if isinstance(message, Notification):
             if self.legacy is not None and message.method in ROOTS_CHANGED:
                 self.legacy.refresh_roots()
             self.server.handle_notification(message)
             return None
-        try:
-            result, error = self._route(message)
-        except RequestCancelled:
-            log.info("request %r cancelled by the client; not answered", message.id)
-            return None
+        if names_version(message.params):  # modern: the stateless core, untouched
+            progress = progress_sink(message.params, self.writer.write)
+            result, error = self.server.handle_request(
+                message, self.principal, progress=progress, notify=self.writer.write
+            )
+        else:
+            from notes_server.compat_2025.channel import RequestCancelled
+
+            try:
+                result, error = self._route(message)
+            except RequestCancelled:
+                log.info("request %r cancelled by the client; not answered", message.id)
+                return None
         if error is not None:
             return encode_error(message.id, error)
         assert result is not None
         return encode_result(message.id, result)
 
     def _route(self, request: Request) -> Outcome:
-        if is_modern(request.params):
-            progress = progress_sink(request.params, self.writer.write)
-            return self.server.handle_request(
-                request, self.principal, progress=progress, notify=self.writer.write
-            )
+        """A request without a modern `_meta`: `initialize`, or a legacy session's."""
         if request.method == "initialize":
             return self._initialize(request)
         if self.legacy is None:
@@ -133,6 +154,9 @@ class DualEraConnection:
         return self.legacy.handle(request)
 
     def _initialize(self, request: Request) -> Outcome:
+        from notes_server.compat_2025.session import LegacyHandler, start_session
+        from notes_server.compat_2025.subscriptions import SessionSubscriptions, session_hub
+
         try:
             session = start_session(request.params)
         except McpError as exc:
@@ -161,6 +185,8 @@ class DualEraConnection:
 
 
 def _is_response(frame: bytes) -> bool:
+    from notes_server.compat_2025.translate import is_response
+
     try:
         message: Any = parse_json(frame)
     except DecodeFailure:

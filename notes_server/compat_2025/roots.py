@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from notes_server.compat_2025.constants import ROOTS_CHANGED as ROOTS_CHANGED
+from notes_server.compat_2025.constants import ROOTS_WAIT_S as ROOTS_WAIT_S
 from notes_server.errors import UriError
 from notes_server.security.uri import WorkspaceUri, parse_workspace_uri
 from notes_server.tools.scope import within_roots
@@ -30,11 +32,8 @@ GrantLookup = Callable[[str], list[str]]
 NARROWED_METHODS = frozenset(
     {"tools/call", "resources/list", "resources/read", "prompts/get", "completion/complete"}
 )
-# Client notifications after which the roots are (re)asked.
-ROOTS_CHANGED = frozenset({"notifications/initialized", "notifications/roots/list_changed"})
 MAX_ROOTS = 100
 WHOLE_FILESYSTEM = "file:///"
-ROOTS_WAIT_S = 30.0  # a client answers roots/list by itself; no user is involved
 
 NO_USABLE_WORKSPACE = (
     "This call needs a workspaceUri, and none can be chosen for you: {why} Call the tool again "

@@ -10,6 +10,7 @@ import copy
 from typing import Any, TypeGuard
 
 from notes_server.capabilities import TASKS_EXTENSION
+from notes_server.compat_2025.constants import NOT_INITIALIZED as NOT_INITIALIZED
 from notes_server.errors import INVALID_PARAMS, MISSING_CAPABILITY, STATE_REJECTED, InvalidParams
 from notes_server.protocol.meta import names_version
 from notes_server.protocol.versions import (
@@ -47,10 +48,6 @@ RESOURCE_NOT_FOUND = -32002
 STRIPPED_KEYS = ("resultType", "ttlMs", "cacheScope")
 CANCELLED: dict[str, Any] = {"action": "cancel"}
 
-NOT_INITIALIZED = (
-    "Invalid params: put params._meta with io.modelcontextprotocol/protocolVersion on every "
-    "request (MCP 2026-07-28), or send initialize first (MCP 2025-11-25)"
-)
 NEEDS_ELICITATION = (
     "This action needs the user's confirmation, but this client does not support elicitation "
     "forms (it did not declare the elicitation capability with form mode in initialize), so "

@@ -3,7 +3,8 @@ properties (every note result), and its link counts (notes_read)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from notes_server.tools.titles import argument_error
@@ -12,7 +13,21 @@ from notes_server.tools.views import note_full
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from notes_server.markup.properties import Value
+    from notes_server.store.details import Details
     from notes_server.store.notes import NoteRecord
+
+
+@cache
+def _full_parts() -> tuple[
+    Callable[[str], dict[str, Value]], Callable[[Connection, NoteRecord], Details]
+]:
+    """`properties` and `note_details`, imported at the first full note (the store loads
+    SQLAlchemy), not at start, and kept: an import statement at every call cost 1.5-2.3 µs."""
+    from notes_server.markup.properties import properties
+    from notes_server.store.details import note_details
+
+    return properties, note_details
 
 
 def full_note(
@@ -20,9 +35,7 @@ def full_note(
 ) -> dict[str, Any]:
     """The full note (inside the caller's transaction): tags, properties, and with
     ``link_counts`` the counts of its outgoing, unresolved and incoming links."""
-    from notes_server.markup.properties import properties
-    from notes_server.store.details import note_details
-
+    properties, note_details = _full_parts()
     details = note_details(conn, note)
     extra = details.extra
     shown = note_full(note, uri, details.tags, properties(extra) if extra else {})

