@@ -21,9 +21,10 @@ page after it: no note is left out or reordered by a bound.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import NamedTuple
 
 from notes_server.store.search_terms import Query, fold
@@ -164,15 +165,12 @@ def _marks(text: str, query: Query) -> list[tuple[int, int]]:
             start = text.find(sub, start + 1)
     if prefixes:
         limit = min(spans)[0] + SNIPPET_CHARS if spans else len(text)
-        for m in _TOKEN.finditer(text):
-            if m.start() > limit:
+        for start, end in _word_matches(text, prefixes):
+            if start > limit:
                 break
-            word = m.group()
-            # ASCII folds to its lower case: no need for the Unicode decomposition.
-            if (word.lower() if word.isascii() else fold(word)).startswith(prefixes):
-                if m.start() + SNIPPET_CHARS < limit:
-                    limit = m.start() + SNIPPET_CHARS
-                spans.append((m.start(), m.end()))
+            if start + SNIPPET_CHARS < limit:
+                limit = start + SNIPPET_CHARS
+            spans.append((start, end))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
@@ -181,6 +179,33 @@ def _marks(text: str, query: Query) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+def _word_matches(text: str, prefixes: tuple[str, ...]) -> Iterator[tuple[int, int]]:
+    """Spans of the words of `text` that start with one of `prefixes` (folded), in order. ASCII
+    text and word-character prefixes (most notes and queries) are matched by one compiled
+    pattern; anything else token by token, folding each word. The per-token Python loop was
+    half of a search's time at 10,000 notes (bench queries: 58 tokens per snippet)."""
+    if text.isascii() and all(_WORD.fullmatch(prefix) for prefix in prefixes):
+        for m in _prefix_pattern(prefixes).finditer(text):
+            yield m.span()
+        return
+    for m in _TOKEN.finditer(text):
+        word = m.group()
+        # ASCII folds to its lower case: no need for the Unicode decomposition.
+        if (word.lower() if word.isascii() else fold(word)).startswith(prefixes):
+            yield m.span()
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=256)
+def _prefix_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """A word (a run of `_TOKEN`'s word characters) that starts with one of `prefixes`, case
+    ignored: on ASCII text, the same test as folding each word."""
+    alternatives = "|".join(re.escape(p) for p in sorted(set(prefixes), key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})[^\W_]*", re.IGNORECASE)
 
 
 def snippet(body: str, query: Query | None) -> tuple[str, str | None]:

@@ -278,3 +278,20 @@ def test_the_scope_statistics_follow_writes_after_an_earlier_search(
         conn.execute(update(notes.notes).where(notes.notes.c.title == "z").values(archived=True))
     (shrunk,) = _found(migrated_engine, "zephyr")
     assert shrunk.rank == before.rank
+
+
+def test_snippets_mark_whole_words_that_start_with_a_term_in_any_case() -> None:
+    from notes_server.store.search_rank import snippet
+    from notes_server.store.search_terms import parse
+
+    query = parse("plan bud")
+    assert query is not None
+    text = "Our PLANS: a budget_review, the Budgets and explanation of plan-b (budapest)"
+
+    marked, section = snippet(text, query)
+
+    assert marked == (
+        "Our **PLANS**: a **budget**_review, the **Budgets** and explanation of **plan**-b "
+        "(**budapest**)"
+    )
+    assert section is None
