@@ -92,6 +92,8 @@ SLOW_MODULES = {
     "transports/test_client_matrix.py": "real clients (scripts/clients)",
     "transports/test_multi_instance_script.py": "real clients and three instances",
     "transports/test_legacy_http_ts_client.py": "a real client (scripts/clients)",
+    "transports/test_subscriptions_instances_postgresql.py": "three server processes",
+    "transports/test_subscriptions_sdk_clients.py": "real clients (the SDKs) and a second server",
     "approval/test_purge_ts_client.py": "a real client (scripts/clients)",
     "approval/test_purge_browser.py": "a real browser (scripts/apps-browser)",
     "apps/test_apps_browser.py": "a real browser (scripts/apps-browser)",
