@@ -5,31 +5,12 @@ or about another principal's note; bad URIs are -32602."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import Engine
 
-from notes_server.store import notes
-from notes_server.store.engine import write_tx
 from tests.compat_2025.legacy_support import NOTES, Legacy
+from tests.transports.subscription_support import insert, touch
 
-NOW = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
-WRITER = notes.Author("writer", "test")
 BOBS = "file:///home/bob/notes"
-
-
-def insert(engine: Engine, workspace: str, path: str) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        return notes.insert_note(
-            conn, workspace=workspace, path=path, title=path, body="v1", now=NOW, author=WRITER
-        )
-
-
-def touch(engine: Engine, note: notes.NoteRecord) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        changed = notes.update_fields(conn, note, now=NOW, author=WRITER, body=note.body + "+")
-    assert changed is not None
-    return changed
 
 
 def test_a_session_hears_its_subscribed_note_and_list_changes(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -17,31 +16,16 @@ from sqlalchemy import Engine
 from notes_server.app import create_http_app
 from notes_server.config import HttpSettings, Settings
 from notes_server.features.subscriptions.hub import MAX_URIS, SUBSCRIPTION_ID, hub_of
-from notes_server.store import grants, notes
+from notes_server.store import grants
 from notes_server.store.engine import make_engine, write_tx
 from notes_server.tools.services import Services
 from tests.helpers import make_request
+from tests.transports.subscription_support import insert, touch
 
 Grant = Callable[..., str]
 NOTES = "file:///home/alice/notes"
 WORK = "file:///home/alice/work"
-NOW = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
-WRITER = notes.Author("writer", "test")
 TIMEOUT_S = 10.0
-
-
-def insert(engine: Engine, workspace: str, path: str) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        return notes.insert_note(
-            conn, workspace=workspace, path=path, title=path, body="v1", now=NOW, author=WRITER
-        )
-
-
-def touch(engine: Engine, note: notes.NoteRecord) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        changed = notes.update_fields(conn, note, now=NOW, author=WRITER, body=note.body + "+")
-    assert changed is not None
-    return changed
 
 
 class Exchange:

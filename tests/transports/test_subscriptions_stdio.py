@@ -8,38 +8,22 @@ since the feed delivers in commit order."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 
 from notes_server.features.subscriptions.hub import MAX_URIS, SUBSCRIPTION_ID
-from notes_server.store import grants, notes
+from notes_server.store import grants
 from notes_server.store.engine import write_tx
 from tests.helpers import ServerProcess, make_request
+from tests.transports.subscription_support import insert, touch
 
 Spawn = Callable[..., ServerProcess]
 Grant = Callable[..., str]
 NOTES = "file:///home/alice/notes"
 WORK = "file:///home/alice/work"
 BOBS = "file:///home/bob/notes"
-NOW = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
-WRITER = notes.Author("writer", "test")
-
-
-def insert(engine: Engine, workspace: str, path: str) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        return notes.insert_note(
-            conn, workspace=workspace, path=path, title=path, body="v1", now=NOW, author=WRITER
-        )
-
-
-def touch(engine: Engine, note: notes.NoteRecord) -> notes.NoteRecord:
-    with write_tx(engine) as conn:
-        changed = notes.update_fields(conn, note, now=NOW, author=WRITER, body=note.body + "+")
-    assert changed is not None
-    return changed
 
 
 def listen(
