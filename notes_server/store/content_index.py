@@ -12,10 +12,14 @@ A link never resolves across workspaces. When a note appears, changes title or p
 goes, the links that could name it (old and new keys) are resolved again, so a dangling link
 resolves by itself once its note exists, and an ambiguous one once only one candidate is left.
 
-Archive and restore re-resolve nothing, by choice: an archived note is still a note (it can be
-read, edited and linked to; only search leaves it out by default), and archiving changes
-neither its title nor its path, so links to and from it stay resolved, and it still counts as
-a candidate for its title.
+Archived notes, as search and read treat them: an archived note can still be read by id, so a
+link to it stays resolved (`notes_links` marks it `archived`), and its own links stay indexed;
+but like search it steps aside for live notes: a title resolves to the one live note with it,
+and to an archived one only when no live note has it (path links name exactly one note,
+archived or not). Archive and restore therefore resolve again the links by the note's title:
+archiving one of two notes sharing a title resolves `[[Title]]` to the other, restoring it
+makes the title ambiguous again; a link left dangling by two archived twins resolves to the
+one restored.
 
 Renames against concurrent writes (PostgreSQL; SQLite runs one write transaction at a time):
 a rename reads the notes linking to it and rewrites them, so a linking note must not change
@@ -319,6 +323,12 @@ def index_note_content(
         _reresolve(conn, note.workspace, *keys)
 
 
+def archive_changed(conn: Connection, note: Indexed) -> None:
+    """A note was archived or restored: the links naming it by its title resolve again (live
+    notes take a title before archived ones)."""
+    _reresolve(conn, note.workspace, [note.path], [title_key(note.title)])
+
+
 def forget_note(conn: Connection, note: Indexed) -> None:
     """A note is gone: drop its links and tags; links that named it resolve again (to nothing,
     or to the one note left with that title)."""
@@ -397,7 +407,9 @@ def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
 class Resolver:
     """Which note each of a set of link keys names in one workspace (two indexed reads)."""
 
-    def __init__(self, by_path: dict[str, str], by_title: dict[str, list[str]]) -> None:
+    def __init__(
+        self, by_path: dict[str, str], by_title: dict[str, list[tuple[str, bool]]]
+    ) -> None:
         self.by_path = by_path
         self.by_title = by_title
 
@@ -407,7 +419,7 @@ class Resolver:
         paths = sorted({k.path_key for k in wanted if k.path_key})
         titles = sorted({k.title_key for k in wanted if k.title_key})
         by_path: dict[str, str] = {}
-        by_title: dict[str, list[str]] = {}
+        by_title: dict[str, list[tuple[str, bool]]] = {}
         if uses_driver(conn):
             return cls._on_driver(conn, workspace, paths, titles)
         for chunk in _chunks(paths):
@@ -418,13 +430,13 @@ class Resolver:
             )
             by_path.update((str(path), str(note_id)) for path, note_id in rows)
         for chunk in _chunks(titles):
-            rows = conn.execute(
-                select(notes.c.title_key, notes.c.id).where(
+            candidates = conn.execute(
+                select(notes.c.title_key, notes.c.id, notes.c.archived).where(
                     notes.c.workspace == workspace, notes.c.title_key.in_(chunk)
                 )
             )
-            for key, note_id in rows:
-                by_title.setdefault(str(key), []).append(str(note_id))
+            for key, note_id, archived in candidates:
+                by_title.setdefault(str(key), []).append((str(note_id), bool(archived)))
         return cls(by_path, by_title)
 
     @classmethod
@@ -434,7 +446,7 @@ class Resolver:
         """The same reads on pysqlite: paths and titles in one statement per chunk."""
         driver = driver_connection(conn)
         by_path: dict[str, str] = {}
-        by_title: dict[str, list[str]] = {}
+        by_title: dict[str, list[tuple[str, bool]]] = {}
         wanted_paths, wanted_titles = set(paths), set(titles)
         for start in range(0, max(len(paths), len(titles)), CHUNK):
             some_paths = list(paths[start : start + CHUNK])
@@ -450,12 +462,13 @@ class Resolver:
                 marks = ", ".join("?" for _ in some_titles)
                 sides.append(f"(workspace = ? AND title_key IN ({marks}))")
                 params += [workspace, *some_titles]
-            sql = "SELECT path, title_key, id FROM notes WHERE " + " OR ".join(sides)
-            for path, key, note_id in driver.execute(sql, params).fetchall():
+            sql = "SELECT path, title_key, id, archived FROM notes WHERE " + " OR ".join(sides)
+            for path, key, note_id, archived in driver.execute(sql, params).fetchall():
                 if path in wanted_paths:
                     by_path[path] = note_id
-                if key in wanted_titles and note_id not in by_title.get(key, ()):
-                    by_title.setdefault(key, []).append(note_id)
+                candidate = (note_id, bool(archived))
+                if key in wanted_titles and candidate not in by_title.get(key, ()):
+                    by_title.setdefault(key, []).append(candidate)
         return cls(by_path, by_title)
 
     def __call__(self, keys: LinkKeys) -> str | None:
@@ -463,8 +476,9 @@ class Resolver:
             return self.by_path[keys.path_key]
         if keys.title_key is not None:
             found = self.by_title.get(keys.title_key, [])
-            if len(found) == 1:
-                return found[0]
+            live = [note_id for note_id, archived in found if not archived]
+            if len(live) == 1 or (not live and len(found) == 1):
+                return live[0] if live else found[0][0]
         return None
 
 

@@ -389,6 +389,8 @@ class CoreNotes(CoreRun):
             extra is not None or not (fields and fields.keys() <= _STATE_ONLY)
         ):
             content_index.index_note_content(conn, updated, extra=extra, previous=note)
+        if updated is not None and updated.archived != note.archived:
+            content_index.archive_changed(conn, updated)
         return updated
 
     def delete(self, conn: Connection, note: NoteRecord) -> bool:

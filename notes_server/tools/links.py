@@ -26,7 +26,9 @@ class NoteLinks(Tool):
         "The links of one note: `outgoing` ([[...]] and markdown links in its body, each "
         "resolved to a note of the same workspace, or unresolved with the text as written) and "
         "`incoming` (the notes linking to it, with a short context), plus `counts`. At most "
-        "`limit` of each (default 100); counts are always complete."
+        "`limit` of each (default 100); counts are always complete. A note named here that "
+        "is archived is still listed, with `archived: true`; a title names a live note "
+        "before an archived one."
     )
     input_schema = schema(
         {
@@ -50,6 +52,7 @@ class NoteLinks(Tool):
                         "resolved": {"type": "boolean"},
                         "heading": {"type": "string"},
                         **_NOTE_REF,
+                        "archived": {"type": "boolean"},
                     },
                     "required": ["text", "kind", "resolved"],
                 },
@@ -60,10 +63,11 @@ class NoteLinks(Tool):
                     "type": "object",
                     "properties": {
                         **_NOTE_REF,
+                        "archived": {"type": "boolean"},
                         "context": {"type": "string"},
                         "links": {"type": "integer"},
                     },
-                    "required": [*_NOTE_REF, "context", "links"],
+                    "required": [*_NOTE_REF, "archived", "context", "links"],
                 },
             },
             "counts": LINK_COUNTS_SCHEMA,
@@ -100,13 +104,17 @@ class NoteLinks(Tool):
             if link.heading:
                 item["heading"] = link.heading
             if link.target is not None:
-                item.update(id=link.target.id, title=link.target.title, path=link.target.path)
+                target = link.target
+                item.update(
+                    id=target.id, title=target.title, path=target.path, archived=target.archived
+                )
             outgoing.append(item)
         incoming = [
             {
                 "id": back.source.id,
                 "title": back.source.title,
                 "path": back.source.path,
+                "archived": back.source.archived,
                 "context": back.context,
                 "links": back.links,
             }

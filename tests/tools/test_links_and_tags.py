@@ -124,8 +124,8 @@ def test_every_link_form_resolves_and_shows_as_a_backlink(alice: Client, server:
     assert validate(links, tool.output_schema) is None
 
 
-def ref(note: dict[str, Any]) -> dict[str, Any]:
-    return {"id": note["id"], "title": note["title"], "path": note["path"]}
+def ref(note: dict[str, Any], *, archived: bool = False) -> dict[str, Any]:
+    return {"id": note["id"], "title": note["title"], "path": note["path"], "archived": archived}
 
 
 def test_a_dangling_link_resolves_when_its_note_is_created_renamed_or_moved(
@@ -158,40 +158,96 @@ def test_an_ambiguous_title_stays_unresolved_until_one_candidate_is_left(alice: 
     assert alice.links(alice.create("By path", "[[one.md]]"))["outgoing"][0]["id"] == first["id"]
 
 
-def test_an_archived_note_is_still_a_note_its_links_hold_through_archive_and_restore(
-    alice: Client, migrated_engine: Engine
-) -> None:
-    # The choice (store/content_index.py): archiving changes neither a note's title nor its
-    # path, and an archived note can still be read, so links to and from it stay resolved
-    # and it still counts as a candidate for its title.
+def archive(engine: Engine, note: dict[str, Any]) -> None:
+    """What notes_archive applies once the user confirmed (its form is tested elsewhere)."""
     from notes_server.store import notes
     from notes_server.store.engine import write_tx
 
-    target = alice.create("Archived Plan", "[[Source]] #kept")
-    source = alice.create("Source", "see [[Archived Plan]]")
-    with write_tx(migrated_engine) as conn:  # what notes_archive applies once confirmed
-        record = notes.get_note(conn, NOTES, target["id"])
+    with write_tx(engine) as conn:
+        record = notes.get_note(conn, NOTES, note["id"])
         assert record is not None
         now = record.updated_at
         assert notes.update_fields(conn, record, now=now, archived=True, archived_at=now)
-    assert alice.links(source)["outgoing"][0] == {
-        "text": "Archived Plan",
-        "kind": "wiki",
-        "resolved": True,
-        **ref(target),
-    }
-    assert alice.links(target)["counts"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}
-    twin = alice.create("Archived Plan", path="twin.md")  # two notes with that title now
-    assert alice.links(source)["counts"]["unresolved"] == 1  # ambiguous: archived or not
-    with write_tx(migrated_engine) as conn:
-        twin_record = notes.get_note(conn, NOTES, twin["id"])
-        assert twin_record is not None and notes.delete_note(conn, twin_record)
+
+
+def test_a_link_to_an_archived_note_stays_resolved_and_shows_it_archived_both_ways(
+    alice: Client, migrated_engine: Engine
+) -> None:
+    # An archived note can still be read by id: links to and from it hold, marked archived.
+    target = alice.create("Archived Plan", "[[Source]] #kept")
+    source = alice.create("Source", "see [[Archived Plan]] and [[archived-plan.md]]")
+
+    archive(migrated_engine, target)
+
+    assert alice.links(source)["outgoing"] == [
+        {"text": "Archived Plan", "kind": "wiki", "resolved": True, **ref(target, archived=True)},
+        {
+            "text": "archived-plan.md",
+            "kind": "wiki",
+            "resolved": True,
+            **ref(target, archived=True),
+        },
+    ]
+    links = alice.links(target)
+    assert links["counts"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}
+    assert links["outgoing"] == [
+        {"text": "Source", "kind": "wiki", "resolved": True, **ref(source)}
+    ]
+    assert [(back["id"], back["archived"]) for back in links["incoming"]] == [(source["id"], False)]
+    assert [(back["id"], back["archived"]) for back in alice.links(source)["incoming"]] == [
+        (target["id"], True)
+    ]
 
     assert alice("notes_restore", noteId=target["id"])["note"]["archived"] is False
 
     assert alice.read(target)["links"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}
-    assert alice.links(source)["outgoing"][0]["resolved"] is True
-    assert alice.links(target)["incoming"][0]["id"] == source["id"]
+    assert [o.get("archived") for o in alice.links(source)["outgoing"]] == [False, False]
+
+
+def test_a_title_names_the_live_note_before_an_archived_one_through_archive_and_restore(
+    alice: Client, migrated_engine: Engine
+) -> None:
+    old = alice.create("Plan", path="2025/plan.md")
+    new = alice.create("Plan", path="2026/plan.md")
+    source = alice.create("Source", "[[Plan]] [[2025/plan.md]]")
+
+    def targets() -> list[tuple[bool, str | None]]:
+        return [(o["resolved"], o.get("id")) for o in alice.links(source)["outgoing"]]
+
+    assert targets() == [(False, None), (True, old["id"])]  # two live notes: ambiguous
+
+    archive(migrated_engine, old)  # the live one takes the title; a path still names the old
+    assert targets() == [(True, new["id"]), (True, old["id"])]
+    assert alice.links(old)["counts"]["incoming"] == 1
+    assert alice.links(new)["counts"]["incoming"] == 1
+
+    archive(migrated_engine, new)  # two archived notes, none live: ambiguous again
+    assert targets() == [(False, None), (True, old["id"])]
+
+    alice("notes_restore", noteId=new["id"])  # the dangling link resolves to the restored one
+    assert targets() == [(True, new["id"]), (True, old["id"])]
+
+    alice("notes_restore", noteId=old["id"])  # two live notes again
+    assert targets() == [(False, None), (True, old["id"])]
+
+
+def test_a_dangling_link_resolves_to_an_archived_note_when_no_live_one_has_the_title(
+    alice: Client, migrated_engine: Engine
+) -> None:
+    source = alice.create("Source", "[[Someday]]")
+    someday = alice.create("Someday")
+    archive(migrated_engine, someday)
+    assert alice.links(source)["outgoing"][0]["id"] == someday["id"]
+
+    later = alice.create("Later", "[[Someday]]")  # written while it is archived
+    assert alice.links(later)["outgoing"][0] == {
+        "text": "Someday",
+        "kind": "wiki",
+        "resolved": True,
+        **ref(someday, archived=True),
+    }
+    fresh = alice.create("someday", path="fresh.md")  # a live note takes the title
+    assert [alice.links(n)["outgoing"][0]["id"] for n in (source, later)] == [fresh["id"]] * 2
 
 
 def test_a_rename_rewrites_the_links_of_every_linking_note_in_one_call(alice: Client) -> None:
