@@ -14,8 +14,11 @@ Queries are derived mechanically, never written or tuned by hand:
   contents"); the words have to be found in the body, where the page explains itself in its own
   words. A description shared by two pages is not asked (its relevance would be ambiguous).
 - "title": the note's exact title; relevant: that note (the "never below keyword" check).
-The previous derivation (8 words sampled from one paragraph of the target, plus 2 noise words)
-gave keyword search its own words back: recall@10 0.987 on 79 notes, a test of nothing.
+- "passage words" (the previous derivation, still reported beside the others, not used to
+  choose anything): 8 words (3+ letters, not stop words) sampled from the middle paragraph of
+  the indexed body plus 2 words of another note. The target holds 8 of its 10 words, so this
+  set measures lexical overlap: keyword search gets its own words back (recall@10 0.987 on the
+  79 pydoc notes), and no fusion can show a large gain over it.
 
 Besides the server's fusion ("hybrid") the same ranked lists are fused other ways side by side
 (which keyword hits are pinned, RRF k, a semantic weight, a similarity floor, a note scored by
@@ -165,18 +168,41 @@ def queries(docs: list[Doc], per_kind: int | None = None) -> list[Asked]:
     for doc in docs:
         titles[doc.title.casefold()] = titles.get(doc.title.casefold(), 0) + 1
     asked: list[Asked] = []
-    for kind in ("description", "title"):
+    for kind in ("description", "title", "passage words"):
         picked = []
         for i, doc in enumerate(docs):
             if kind == "description" and counts[doc.description.casefold()] == 1:
                 picked.append((doc.description, i))
             elif kind == "title" and titles[doc.title.casefold()] == 1:
                 picked.append((doc.title, i))
+            elif kind == "passage words":
+                sampled = _passage_words(docs, i, rng)
+                if sampled is not None:
+                    picked.append((sampled, i))
         if per_kind is not None and len(picked) > per_kind:
             picked = sorted(rng.sample(picked, per_kind), key=lambda p: p[1])
         for query, i in picked:
             asked.append(Asked(kind, query, i, "dev" if rng.random() < 0.5 else "test"))
     return asked
+
+
+def _passage_words(docs: list[Doc], i: int, rng: random.Random) -> str | None:
+    """The previous derivation: 8 words of the middle paragraph (of 12+ words) of the note's
+    own body, in order, then 2 words of another note; None when the note has no such
+    paragraph."""
+    from notes_server.store.search_terms import STOP_WORDS
+
+    paragraphs = [p for p in re.split(r"\n\s*\n", docs[i].body) if len(p.split()) >= 12]
+    if not paragraphs:
+        return None
+    middle = paragraphs[len(paragraphs) // 2]
+    found = [w for w in re.findall(r"[A-Za-z]{3,}", middle) if w.lower() not in STOP_WORDS]
+    if len(found) < 8:
+        return None
+    picked = sorted(rng.sample(range(len(found)), 8))
+    other = docs[rng.choice([j for j in range(len(docs)) if j != i])].body
+    noise = rng.sample(re.findall(r"[A-Za-z]{4,}", other) or ["zzzz"], 2)
+    return " ".join([found[j] for j in picked] + noise)
 
 
 class Lists(NamedTuple):
@@ -190,6 +216,8 @@ class Lists(NamedTuple):
     top2: list[tuple[int, float]]  # the mean of the note's two best passages
     pinned: int
     pins: list[int]
+    kw_matched: list[float]  # per keyword hit: how many of the query's content words it holds
+    kw_share: list[float]  # the same as a share of the query's content words
 
 
 # Fusion strategies measured side by side on the same ranked lists: name -> f(lists) -> fused
@@ -222,7 +250,60 @@ def _strategies() -> dict[str, Strategy]:
 
         return run
 
+    def union(q: Lists) -> list[int]:
+        """Not a fusion: both top 10s, to say what any fusion of these lists could find."""
+        both = q.kw[:10] + [s for s, sim in q.sem[:10] if sim >= floor]
+        return list(dict.fromkeys(both))
+
+    def lead(gap: int) -> Strategy:
+        """Title pins, plus the first keyword hit when it holds `gap` or more content words
+        than the second (a clear lexical winner); the rest by RRF k=10."""
+
+        def run(q: Lists) -> list[int]:
+            pins = list(q.pins)
+            if q.kw and q.kw[0] not in pins:
+                first = q.kw_matched[0]
+                second = q.kw_matched[1] if len(q.kw) > 1 else 0.0
+                if first - second >= gap - 1e-9:
+                    pins.append(q.kw[0])
+            kept = [s for s, sim in q.sem if sim >= floor]
+            return [f[0] for f in hybrid.fuse(q.kw, kept, pins)]
+
+        return run
+
+    def coverage_rrf(q: Lists) -> list[int]:
+        """RRF k=10 with each keyword hit weighted by its share of the query's words."""
+        scores: dict[int, float] = {}
+        for rank, (seq, share) in enumerate(zip(q.kw, q.kw_share, strict=True), start=1):
+            scores[seq] = scores.get(seq, 0.0) + share / (10 + rank)
+        for rank, (seq, _sim) in enumerate([n for n in q.sem if n[1] >= floor], start=1):
+            scores[seq] = scores.get(seq, 0.0) + 1.0 / (10 + rank)
+        order = sorted(scores, key=lambda s: (-scores[s], s))
+        top = [s for s in q.pins if s in scores]
+        return top + [s for s in order if s not in set(top)]
+
+    def convex(weight: float) -> Strategy:
+        """Title pins, then share of the query's words held + weight x the semantic
+        similarity rescaled from [floor, 1] to [0, 1] (0 when below the floor)."""
+
+        def run(q: Lists) -> list[int]:
+            scores = dict(zip(q.kw, q.kw_share, strict=True))
+            for seq, sim in q.sem:
+                if sim >= floor:
+                    scores[seq] = scores.get(seq, 0.0) + weight * (sim - floor) / (1 - floor)
+            order = sorted(scores, key=lambda s: (-scores[s], s))
+            top = [s for s in q.pins if s in scores]
+            return top + [s for s in order if s not in set(top)]
+
+        return run
+
     out: dict[str, Strategy] = {"hybrid": server}
+    out["(not a fusion) either top 10"] = union
+    for gap in (1, 2, 3):
+        out[f"rrf k=10 title pin + lead pin gap {gap}"] = lead(gap)
+    out["rrf k=10 coverage-weighted keyword, title pin"] = coverage_rrf
+    for weight in (0.25, 0.5, 1.0):
+        out[f"convex share + {weight} x semantic, title pin"] = convex(weight)
     out["rrf k=10 all-word pinned (before)"] = rrf("all-word")
     out["rrf k=10 unpinned"] = rrf("none")
     for k in (10, 30, 60):
@@ -329,6 +410,8 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 while pinned < len(ranked) and parsed and complete(parsed, ranked[pinned]):
                     pinned += 1
                 kw = [r.seq for r in ranked]
+                content = max(1, len(parsed.content)) if parsed else 1
+                matched = [int(r.score % 1000) // 20 for r in ranked[:LIST_DEPTH]]
                 pins = hybrid.title_pins(parsed, item.query, kw[:pinned], titles) if parsed else []
                 near: list[tuple[int, float]] = []
                 mean: list[tuple[int, float]] = []
@@ -353,7 +436,19 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     order = np.lexsort((note_ids, -np.round(two, 6)))[:LIST_DEPTH]
                     top2 = [(int(note_ids[i]), float(two[i])) for i in order]
                 lists.append(
-                    (item, Lists(kw[:LIST_DEPTH], near[:LIST_DEPTH], mean, top2, pinned, pins))
+                    (
+                        item,
+                        Lists(
+                            kw[:LIST_DEPTH],
+                            near[:LIST_DEPTH],
+                            mean,
+                            top2,
+                            pinned,
+                            pins,
+                            [float(m) for m in matched],
+                            [m / content for m in matched],
+                        ),
+                    )
                 )
         engine.dispose()
     index_of = {seq: i for i, seq in seq_of.items()}
@@ -369,10 +464,11 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
         for item, q in lists:
             # Both lists cut at LIST_DEPTH, for speed: with weights up to 2 and k >= 10, a note
             # past rank 200 in both scores below one at rank 10 in one (3/210 < 1/20).
-            top = [index_of[s] for s in fuse(q)[:10]]
+            depth = 20 if mode.startswith("(not a fusion)") else 10  # both top 10s
+            top = [index_of[s] for s in fuse(q)[:depth]]
             ranks.append(top.index(item.relevant) + 1 if item.relevant in top else 0)
         for half in ("dev", "test", "all"):
-            for kind in ("description", "title"):
+            for kind in ("description", "title", "passage words"):
                 got = [
                     r
                     for (item, *_), r in zip(lists, ranks, strict=True)
