@@ -220,6 +220,27 @@ def start_rename(server: Server, note: dict[str, Any], rename: Rename) -> Pendin
     return Pending(server, rename.tool, {"noteId": note["id"], **rename.arguments})
 
 
+def write_during_a_rename(
+    gate: Gate,
+    renamer: Server,
+    target: dict[str, Any],
+    rename: Rename,
+    writer: Server,
+    name: str,
+    arguments: dict[str, Any],
+) -> tuple[Pending, Pending, bool]:
+    """Start the rename, hold it where it has read its linking notes and waits to write the
+    renamed note, then send the writer's call: (the rename, the write, whether the write waited
+    for the rename)."""
+    with gate.row_locked(target["id"]):
+        renaming = start_rename(renamer, target, rename)
+        rename_pid = gate.waiting_for(gate.pid)
+        assert rename_pid is not None
+        writing = Pending(writer, name, arguments)
+        waited = gate.waiting_for(rename_pid, unless=writing) is not None
+    return renaming, writing, waited
+
+
 def incoming_ids(server: Server, note: dict[str, Any]) -> list[str]:
     return [back["id"] for back in tool(server, "notes_links", noteId=note["id"])["incoming"]]
 
@@ -234,13 +255,15 @@ def test_a_linking_note_edited_during_a_rename_waits_and_keeps_both_changes(
     linking = tool(renamer, "notes_create", title=f"Linking {tag}", body=body)["note"]
     edit = [{"section": "Log/Edits", "action": "append", "text": "edited meanwhile"}]
 
-    with gate.row_locked(target["id"]):
-        # The rename has read its linking notes and waits to write the renamed note.
-        renaming = start_rename(renamer, target, rename)
-        rename_pid = gate.waiting_for(gate.pid)
-        assert rename_pid is not None
-        editing = Pending(writer, "notes_edit", {"noteId": linking["id"], "edits": edit})
-        edit_waited = gate.waiting_for(rename_pid, unless=editing) is not None
+    renaming, editing, edit_waited = write_during_a_rename(
+        gate,
+        renamer,
+        target,
+        rename,
+        writer,
+        "notes_edit",
+        {"noteId": linking["id"], "edits": edit},
+    )
 
     renamed = renaming.result()
     edited = editing.result()
@@ -268,12 +291,15 @@ def test_a_note_created_with_the_old_name_during_a_rename_comes_after_it_unresol
     rename = rename_for(kind, tag)
     body = f"written during the rename: {rename.old_link}\n"
 
-    with gate.row_locked(target["id"]):
-        renaming = start_rename(renamer, target, rename)
-        rename_pid = gate.waiting_for(gate.pid)
-        assert rename_pid is not None
-        creating = Pending(writer, "notes_create", {"title": f"Late {tag}", "body": body})
-        create_waited = gate.waiting_for(rename_pid, unless=creating) is not None
+    renaming, creating, create_waited = write_during_a_rename(
+        gate,
+        renamer,
+        target,
+        rename,
+        writer,
+        "notes_create",
+        {"title": f"Late {tag}", "body": body},
+    )
 
     assert renaming.result()["rewritten"] == []
     created = creating.result()["note"]
