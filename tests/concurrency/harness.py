@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +120,10 @@ class Server:
         *,
         pause_at: str | None = None,
         store_impl: str | None = None,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NOTES_SERVER_")}
+        env.update(settings or {})
         env["NOTES_SERVER_STATE_KEYS"] = keys
         env["NOTES_SERVER_STORE_IMPL"] = store_impl or os.environ.get("NOTES_SERVER_STORE_IMPL", "")
         env["XDG_DATA_HOME"] = str(cwd / "xdg")
@@ -250,15 +253,22 @@ def tool_params(
 
 
 def start_servers(
-    url: str, keys: str, cwd: Path, count: int, *, store_impls: tuple[str | None, ...] = (None,)
+    url: str,
+    keys: str,
+    cwd: Path,
+    count: int,
+    *,
+    store_impls: tuple[str | None, ...] = (None,),
+    settings: Mapping[str, str] | None = None,
 ) -> list[Server]:
     """Start `count` servers concurrently (their store implementations taken in turn from
-    `store_impls`), then wait until each answers."""
+    `store_impls`; `settings`: NOTES_SERVER_* values for all of them), then wait until each
+    answers."""
     servers: list[Server] = []
     try:
         for index in range(count):
             impl = store_impls[index % len(store_impls)]
-            servers.append(Server(url, keys, cwd, store_impl=impl))
+            servers.append(Server(url, keys, cwd, store_impl=impl, settings=settings))
         for server in servers:
             server.wait_ready()
     except BaseException:
