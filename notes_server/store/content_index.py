@@ -477,8 +477,9 @@ class Resolver:
         if keys.title_key is not None:
             found = self.by_title.get(keys.title_key, [])
             live = [note_id for note_id, archived in found if not archived]
-            if len(live) == 1 or (not live and len(found) == 1):
-                return live[0] if live else found[0][0]
+            named = live or [note_id for note_id, _ in found]
+            if len(named) == 1:
+                return named[0]
         return None
 
 
