@@ -123,7 +123,7 @@ class Read(NamedTuple):
     more: bool = False
 
 
-@dataclass
+@dataclass(eq=False)  # each stream is itself (LocalStreams keeps a set of them)
 class SessionStream:
     """One open GET stream: where it is in the log and how to read the next events."""
 
