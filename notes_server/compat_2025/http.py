@@ -16,8 +16,11 @@ goes to the stateless pipeline untouched (a session id on it is ignored). Otherw
   or `.../roots/list_changed`; the answer is kept in the session row (`compat_2025.roots`);
 - `logging/setLevel` keeps the level in the session row; later `tools/call` and `prompts/get`
   requests carry it to the core and are answered on an SSE stream with their log messages;
-- `DELETE /mcp` with the header ends the session (204). `GET /mcp` stays 405: this server sends
-  requests only on the stream of the POST they belong to, so no standalone stream is needed.
+- `resources/subscribe` / `resources/unsubscribe` are kept in the database
+  (`http_subscriptions`), and `GET /mcp` with the header opens the session's one stream of change
+  notifications, resumable with `Last-Event-ID` at any worker (`http_get_stream`); a server
+  without change subscriptions answers GET 405 and declares no `subscribe`;
+- `DELETE /mcp` with the header ends the session (204), and its GET stream with it.
 
 The credential on every request stays the security boundary; a session only remembers what
 was negotiated.
@@ -33,6 +36,13 @@ from typing import Any, Protocol, TypeVar
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
+from notes_server.compat_2025 import http_subscriptions
+from notes_server.compat_2025.http_get_stream import (
+    GetStreamResponse,
+    LocalStreams,
+    open_stream,
+    release,
+)
 from notes_server.compat_2025.http_sessions import (
     LegacyHttpOptions,
     SessionStore,
@@ -47,6 +57,8 @@ from notes_server.compat_2025.http_stream import (
 from notes_server.compat_2025.roots import ROOTS_CHANGED, declares_roots
 from notes_server.compat_2025.rounds import needs_input
 from notes_server.compat_2025.session import LegacyHandler, LegacySession, start_session
+from notes_server.compat_2025.subscriptions import METHODS as SUBSCRIBE_METHODS
+from notes_server.compat_2025.subscriptions import session_hub
 from notes_server.compat_2025.translate import (
     LOGGED_METHODS,
     NOT_INITIALIZED,
@@ -96,6 +108,13 @@ class LegacyHttp:
         self.wait_s = options.answer_wait_s
         self.roots_wait_s = options.roots_wait_s
         self.wakeups = Wakeups()
+        self.streams = LocalStreams()
+        # The GET stream and `resources/subscribe` exist when the server serves subscriptions.
+        self.subscribes = session_hub(server) is not None
+
+    @property
+    def methods(self) -> frozenset[str]:
+        return frozenset({"DELETE", "GET"} if self.subscribes else {"DELETE"})
 
     @property
     def sweep_every_s(self) -> float:
@@ -143,14 +162,66 @@ class LegacyHttp:
         ended = await self.run(lambda: self.store.repo.end(key, principal))
         if not ended:
             return error_response(404, SESSION_NOT_FOUND)
+        self.streams.wake(key)  # its GET stream here ends now (elsewhere at its next check)
         return Response(status_code=204)
+
+    async def get(self, http: HttpRequest, principal: str) -> Response | GetStreamResponse:
+        """`GET /mcp`: the session's stream of change notifications (`http_get_stream`)."""
+        if not self.subscribes:
+            return error_response(405, "Method Not Allowed", headers={"Allow": "DELETE, POST"})
+        ids = http.headers.getlist(SESSION_HEADER)
+        if len(ids) != 1:
+            return error_response(
+                400,
+                "Bad Request: GET /mcp opens a 2025-11-25 session's stream and needs one "
+                "Mcp-Session-Id header",
+            )
+        if "text/event-stream" not in http.headers.get("accept", ""):
+            return error_response(406, "Not Acceptable: GET /mcp needs Accept: text/event-stream")
+        key = session_hash(ids[0].strip())
+        session = await self._find(key, principal)
+        if session is None:
+            return error_response(404, SESSION_NOT_FOUND)
+        versions = http.headers.getlist(VERSION_HEADER)
+        if versions and versions != [session.version]:
+            return error_response(
+                400,
+                f"Bad Request: MCP-Protocol-Version must be {session.version}, the version "
+                "this session negotiated",
+            )
+        resume = http.headers.getlist("last-event-id")
+        last = resume[0] if len(resume) == 1 else None
+        if len(resume) > 1:
+            return error_response(400, "Bad Request: Last-Event-ID header sent more than once")
+        engine = self.store.repo.engine
+        store = self.store
+
+        def lookup() -> LegacySession | None:
+            found = store.lookup(key, principal)
+            if found is None:
+                return None
+            if found[1]:
+                store.refresh(key)  # an open stream keeps its session alive
+            return found[0]
+
+        opened = await self.run(
+            lambda: open_stream(key, principal, last, self.server, engine, lookup)
+        )
+        if isinstance(opened, Response):
+            return opened
+        self.streams.wake(key)  # an older stream of the session here ends now
+        return GetStreamResponse(
+            opened, self.run, self.streams, lambda: release(engine, key, opened.stream_id)
+        )
 
     async def _initialize(self, request: Request, principal: str) -> Response:
         try:
             session = start_session(request.params)
         except McpError as exc:
             return _json(400, encode_error(request.id, to_wire(exc)))
-        handler = LegacyHandler(self.server, principal, session)
+        handler = LegacyHandler(
+            self.server, principal, session, announces_subscriptions=self.subscribes
+        )
         result, error = await self.run(lambda: handler.initialize(request.id))
         if error is not None:
             return _json(200, encode_error(request.id, error))
@@ -233,6 +304,15 @@ class LegacyHttp:
     async def _request(
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
+        if self.subscribes and request.method in SUBSCRIBE_METHODS:
+            engine, principal = self.store.repo.engine, handler.principal
+            method, params = request.method, request.params
+            result, error = await self.run(
+                lambda: http_subscriptions.handle(engine, key, principal, method, params)
+            )
+            if error is not None:
+                return _json(200, encode_error(request.id, error))
+            return _json(200, encode_result(request.id, result or {}))
         refused = handler.refusal(request.method)
         if refused is None and request.method == "logging/setLevel":
             return await self._set_level(key, handler, request)

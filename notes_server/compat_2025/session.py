@@ -155,8 +155,12 @@ class LegacyHandler:
         grants: GrantLookup | None = None,
         roots_wait_s: float = ROOTS_WAIT_S,
         subscriptions: SessionSubscriptions | None = None,
+        announces_subscriptions: bool = False,
     ) -> None:
+        """`announces_subscriptions`: `initialize` declares `subscribe`/`listChanged` though
+        no `subscriptions` is given (HTTP, whose transport serves them itself)."""
         self.server = server
+        self.announces_subscriptions = announces_subscriptions
         self.subscriptions = subscriptions
         self.principal = principal
         self.session = session
@@ -221,7 +225,7 @@ class LegacyHandler:
             str(info.get("name", "unnamed client"))[:MAX_NAME_ECHO],
             self.session.version,
         )
-        served = self.subscriptions is not None
+        served = self.subscriptions is not None or self.announces_subscriptions
         if self.subscriptions is not None:
             self.subscriptions.start_session(self.narrowing)
         return initialize_result(

@@ -96,6 +96,18 @@ def since(conn: Connection, seq: int, limit: int = BATCH) -> list[Change]:
     return [Change(int(r[0]), r[1], r[2], r[3], r[4]) for r in rows]
 
 
+def oldest(conn: Connection) -> int | None:
+    """The oldest sequence the log still keeps (None: empty), to tell a pruned position."""
+    value = conn.execute(select(func.min(changes.c.seq))).scalar_one()
+    return None if value is None else int(value)
+
+
+def gap_wait_s(engine: Engine) -> float:
+    """How long a reader waits for a missing sequence before taking it as rolled back: SQLite
+    commits sequences in order (one writer), PostgreSQL may commit a lower one later."""
+    return 0.0 if engine.dialect.name == "sqlite" else GAP_WAIT_S
+
+
 class _Source(Protocol):
     """How the feed learns that something may have been logged, and reads it."""
 

@@ -211,6 +211,37 @@ http_sessions_table = Table(
     Index("ix_legacy_sessions_principal_expires", "principal", "expires_at"),
 )
 
+# A 2025-11-25 HTTP session's subscribed URIs (migration 0018): the note each resolved to when
+# subscribed (NULL: nothing readable, never fires) and the change-log sequence it was made at.
+legacy_subscriptions_table = Table(
+    "legacy_subscriptions",
+    metadata,
+    Column(
+        "session_hash",
+        String(64),
+        ForeignKey("legacy_sessions.session_hash", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("uri", String(4096), primary_key=True),
+    Column("note_id", String(40), nullable=True),
+    Column("from_seq", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+)
+
+# Per session: from which change-log sequence its list changes are sent (its first subscribe)
+# and the id of its one current GET stream (a newer GET replaces it).
+legacy_streams_table = Table(
+    "legacy_streams",
+    metadata,
+    Column(
+        "session_hash",
+        String(64),
+        ForeignKey("legacy_sessions.session_hash", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("list_from_seq", BigInteger().with_variant(Integer(), "sqlite"), nullable=True),
+    Column("stream_id", String(64), nullable=True),
+)
+
 # A server-initiated request (elicitation/create) awaiting the client's answer, which may be
 # POSTed to another worker: the answer (or a cancellation) is written here and the worker that
 # holds the SSE stream reads it.

@@ -268,7 +268,12 @@ def kinds(token: str, session: str) -> dict[str, tuple[str, bytes, dict[str, str
             b"",
             {"Host": HOST, "Origin": ORIGIN, "Access-Control-Request-Method": "POST"},
         ),
-        "GET from a 2025 client: 405": ("GET", b"", in_session),
+        "GET from a 2025 client without a session id: 400": ("GET", b"", plain),
+        "GET in a session without SSE in Accept: 406": (
+            "GET",
+            b"",
+            {**in_session, "Accept": "application/json"},
+        ),
         "GET naming 2026-07-28: 405": (
             "GET",
             b"",
@@ -345,20 +350,21 @@ EXPECTED: dict[str, Outcome] = {
         204,
         [
             ("access-control-allow-origin", ORIGIN),
-            ("access-control-allow-methods", "DELETE, POST"),
+            ("access-control-allow-methods", "DELETE, GET, POST"),
             ("access-control-allow-headers", ALLOW_HEADERS),
             ("access-control-max-age", "600"),
             ("vary", "Origin"),
         ],
         None,
     ),
-    "GET from a 2025 client: 405": (405, [("allow", "DELETE, POST"), JSON], -32600),
+    "GET from a 2025 client without a session id: 400": (400, [JSON], -32600),
+    "GET in a session without SSE in Accept: 406": (406, [JSON], -32600),
     "GET naming 2026-07-28: 405": (405, [("allow", "POST"), JSON], -32600),
     "GET from a foreign Host: 403": (403, [JSON], -32600),
     "DELETE without a credential: 401": (401, UNAUTHORIZED, "invalid_token"),
     "DELETE without a session id: 400": (400, [JSON], -32600),
     "DELETE naming 2026-07-28: 405": (405, [("allow", "POST"), JSON], -32600),
-    "PUT: 405": (405, [("allow", "DELETE, POST"), JSON], -32600),
+    "PUT: 405": (405, [("allow", "DELETE, GET, POST"), JSON], -32600),
     "DELETE of the session: 204": (204, [], None),
 }
 

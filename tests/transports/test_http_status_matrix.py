@@ -75,10 +75,6 @@ def _no_session(response: httpx.Response) -> None:
     assert "mcp-session-id" not in response.headers
 
 
-def _allow_post_and_delete(response: httpx.Response) -> None:
-    assert sorted(response.headers["allow"].split(", ")) == ["DELETE", "POST"]
-
-
 def _allow_post(response: httpx.Response) -> None:
     assert response.headers["allow"] == "POST"
 
@@ -219,18 +215,17 @@ CASES = [
         set={"Mcp-Session-Id": "abc"},
         check=_no_session,
     ),
-    # GET: no standalone stream, for either era. DELETE ends a legacy (2025-era) session; a
-    # 2026-07-28 client has none, so its GET and DELETE are 405 naming POST only, and a bare
-    # DELETE (no version header) without a session id is a bad request.
+    # GET opens a legacy (2025-era) session's stream and DELETE ends the session; a 2026-07-28
+    # client has none, so its GET and DELETE are 405 naming POST only, and a bare GET or DELETE
+    # (no version header) without a session id is a bad request.
     case("modern-get-is-not-allowed", DISCOVER, 405, -32600, method="GET", check=_allow_post),
     case(
-        "bare-get-is-not-allowed",
+        "bare-get-without-a-session-id-is-a-bad-request",
         DISCOVER,
-        405,
+        400,
         -32600,
         method="GET",
         drop=["MCP-Protocol-Version"],
-        check=_allow_post_and_delete,
     ),
     case("modern-delete-is-not-allowed", DISCOVER, 405, -32600, method="DELETE", check=_allow_post),
     case(

@@ -26,6 +26,7 @@ from notes_server.store.sessions import SqlLegacySessions
 from notes_server.store.tokens import SqlTokenRecords
 from notes_server.tools.services import Services, utc_now
 from tests.transports.http_support import LOOPBACK_URL
+from tests.transports.subscription_support import insert, touch
 
 NOTES = "file:///home/alice/notes"
 BASE = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -316,12 +317,213 @@ def test_a_modern_request_ignores_a_session_header(alice: Host) -> None:
     assert "mcp-session-id" not in response.headers
 
 
-def test_get_stays_405(alice: Host) -> None:
+def test_a_get_naming_2026_07_28_stays_405(alice: Host) -> None:
     alice.initialize()
+
+    response = alice.client.get(
+        "/mcp", headers=alice.headers(**{"MCP-Protocol-Version": "2026-07-28"})
+    )
+
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+
+
+def test_a_get_without_a_session_id_is_400(alice: Host) -> None:
+    response = alice.client.get("/mcp", headers=alice.headers())
+
+    assert_error(
+        response,
+        400,
+        -32600,
+        "Bad Request: GET /mcp opens a 2025-11-25 session's stream and needs one "
+        "Mcp-Session-Id header",
+    )
+
+
+def test_a_get_of_an_unknown_session_is_404(alice: Host) -> None:
+    alice.initialize()
+    alice.session = "no-such-session"
 
     response = alice.client.get("/mcp", headers=alice.headers())
 
-    assert response.status_code == 405
+    assert_error(
+        response,
+        404,
+        -32600,
+        "Session not found: it ended or expired; send initialize to start a new one",
+    )
+
+
+def test_a_get_that_does_not_accept_an_event_stream_is_406(alice: Host) -> None:
+    alice.initialize()
+
+    response = alice.client.get("/mcp", headers=alice.headers(Accept="application/json"))
+
+    assert_error(response, 406, -32600, "Not Acceptable: GET /mcp needs Accept: text/event-stream")
+
+
+@pytest.mark.parametrize(
+    "last_event_id",
+    ["garbage", "g0000000z-1-0", "g12345678-1-0-0", "g12345678-" + "9" * 40, "FOREIGN", "AHEAD"],
+)
+def test_a_last_event_id_not_of_this_sessions_stream_is_400(
+    alice: Host,
+    workers: tuple[TestClient, TestClient],
+    tokens: dict[str, str],
+    migrated_engine: Engine,
+    last_event_id: str,
+) -> None:
+    from notes_server.compat_2025.http_sessions import session_hash
+    from notes_server.compat_2025.session_events import stream_tag
+
+    alice.initialize()
+    own = stream_tag(session_hash(alice.session or ""))
+    if last_event_id == "FOREIGN":  # a well-formed id of another session's stream
+        other = Host(workers[1], tokens["alice"])
+        other.initialize()
+        last_event_id = f"g{stream_tag(session_hash(other.session or ''))}-0"
+    if last_event_id == "AHEAD":  # this stream's shape, a change the log never had
+        insert(migrated_engine, NOTES, "plan.md")
+        last_event_id = f"g{own}-{10**12}-0"
+
+    response = alice.client.get("/mcp", headers=alice.headers(**{"Last-Event-ID": last_event_id}))
+
+    assert_error(
+        response,
+        400,
+        -32600,
+        "Bad Request: Last-Event-ID is not an event id of this session's GET stream; "
+        "reconnect without it (and read the subscribed resources again)",
+    )
+
+
+def test_a_last_event_id_older_than_the_change_log_keeps_is_410(
+    alice: Host, migrated_engine: Engine
+) -> None:
+    from notes_server.compat_2025.http_sessions import session_hash
+    from notes_server.compat_2025.session_events import stream_tag
+
+    alice.initialize()
+    for name in ("a", "b", "c"):
+        insert(migrated_engine, NOTES, f"{name}.md")
+    with migrated_engine.begin() as conn:  # what the log's pruning trigger does to old rows
+        conn.execute(
+            text("DELETE FROM note_changes WHERE seq < (SELECT max(seq) FROM note_changes)")
+        )
+    last_event_id = f"g{stream_tag(session_hash(alice.session or ''))}-0-0"
+
+    response = alice.client.get("/mcp", headers=alice.headers(**{"Last-Event-ID": last_event_id}))
+
+    assert_error(
+        response,
+        410,
+        -32600,
+        "Gone: the change log no longer keeps the changes after this Last-Event-ID (it keeps "
+        "24 hours, at most 100000 changes); reconnect without it and read the subscribed "
+        "resources again",
+    )
+
+
+def test_subscribe_and_unsubscribe_answer_empty_results(alice: Host) -> None:
+    alice.initialize()
+
+    assert alice.result("resources/subscribe", {"uri": f"{NOTES}/plan.md"}) == {}
+    assert alice.result("resources/subscribe", {"uri": f"{NOTES}/plan.md"}) == {}
+    assert alice.result("resources/unsubscribe", {"uri": f"{NOTES}/plan.md"}) == {}
+    assert alice.result("resources/unsubscribe", {"uri": f"{NOTES}/never.md"}) == {}
+
+
+def test_a_subscription_to_no_note_uri_is_invalid_params(alice: Host) -> None:
+    alice.initialize()
+
+    response = alice.send("resources/subscribe", {"uri": "https://example.com/x"})
+
+    assert response.status_code == 200
+    assert response.json()["error"] == {
+        "code": -32602,
+        "message": "Invalid params: not a note URI",
+        "data": {"uri": "https://example.com/x"},
+    }
+
+
+def test_past_the_per_session_cap_a_subscribe_is_refused(
+    alice: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from notes_server.compat_2025 import http_subscriptions
+
+    monkeypatch.setattr(http_subscriptions, "MAX_URIS", 3)
+    alice.initialize()
+    for name in ("a", "b", "c"):
+        assert alice.result("resources/subscribe", {"uri": f"{NOTES}/{name}.md"}) == {}
+
+    refused = alice.send("resources/subscribe", {"uri": f"{NOTES}/d.md"})
+    again = alice.send("resources/subscribe", {"uri": f"{NOTES}/a.md"})  # already counted
+
+    assert refused.json()["error"] == {
+        "code": -32602,
+        "message": "Too many resource subscriptions: at most 3 URIs per session",
+        "data": {"limit": 3},
+    }
+    assert again.json()["result"] == {}
+
+
+def test_a_reader_that_stops_reading_is_dropped(
+    alice: Host, migrated_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's send waits at most SEND_TIMEOUT_S for its reader (here one that never
+    takes the first change's event); then the stream ends and its hold on the feed goes."""
+    import asyncio
+
+    from notes_server.compat_2025 import http_get_stream
+    from notes_server.store.changes import feed
+
+    monkeypatch.setattr(http_get_stream, "SEND_TIMEOUT_S", 0.5)
+    note = insert(migrated_engine, NOTES, "plan.md")
+    alice.initialize()
+    assert alice.result("resources/subscribe", {"uri": f"{NOTES}/plan.md"}) == {}
+    headers = [(k.lower().encode(), v.encode()) for k, v in alice.headers().items()]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8765"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+    }
+
+    async def drive() -> list[bytes]:
+        sent: list[bytes] = []
+        primed = asyncio.Event()
+        stuck = asyncio.Event()  # never set: the reader stopped reading
+
+        async def receive() -> dict[str, Any]:
+            await stuck.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            body = message.get("body", b"")
+            if b"notifications/" in body:
+                sent.append(body)
+                await stuck.wait()
+            if body.startswith(b"id: "):
+                primed.set()
+
+        task = asyncio.ensure_future(alice.client.app(scope, receive, send))
+        await asyncio.wait_for(primed.wait(), 10)
+        await asyncio.to_thread(touch, migrated_engine, note)
+        await asyncio.wait_for(task, 20)  # the app returned: the stream was dropped
+        return sent
+
+    attempted = asyncio.run(drive())
+
+    assert len(attempted) == 1 and b"notifications/resources/updated" in attempted[0]
+    assert feed(migrated_engine).listeners() == 0
 
 
 def test_a_cancel_that_overtakes_the_first_round_means_no_question_and_no_change(

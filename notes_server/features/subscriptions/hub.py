@@ -329,27 +329,10 @@ class SubscriptionHub:
             return len(self._listens)
 
     def _resolve(self, conn: Connection, listen: Listen, uri: str) -> None:
-        """Watch the note at `uri` when the principal may read it now (as `resources/read`
-        decides); a URI that names nothing readable is accepted and never fires."""
-        from notes_server.store import grants, notes
-
-        target = parse_note_uri(uri)
-        roots = listen.roots()
-        consented = consented_workspaces(listen.principal)
-        for grant in grants.list_grants(conn, listen.principal):
-            try:
-                workspace = parse_workspace_uri(grant.workspace)
-            except UriError:
-                continue
-            if not workspace.contains(target) or not within_roots(workspace, roots):
-                continue
-            if consented is not None and workspace.uri not in consented:
-                continue
-            path = "/".join(target[len(workspace.segments) :])
-            note = notes.get_note_by_path(conn, workspace.uri, path)
-            if note is not None:
-                listen.watch(uri, note.id)
-                return
+        """Watch the note at `uri` when the principal may read it now (`resolve_note`)."""
+        note_id = resolve_note(conn, listen.principal, uri, listen.roots())
+        if note_id is not None:
+            listen.watch(uri, note_id)
 
     def _on_changes(self, batch: Sequence[Change]) -> None:
         """The feed thread: match, authorize once per principal, queue (never blocks)."""
@@ -370,6 +353,32 @@ class SubscriptionHub:
                     )
         for listen, found in concerned:
             listen.offer(_notifications(listen, found, readable[_principal_key(listen)]))
+
+
+def resolve_note(
+    conn: Connection, principal: str, uri: str, roots: tuple[WorkspaceUri, ...] | None
+) -> str | None:
+    """The id of the note at `uri` when the principal may read it now (as `resources/read`
+    decides: grants, OAuth consent, roots), else None: a URI that names nothing readable is
+    accepted by a subscribe and never fires, so the answer does not tell which notes exist."""
+    from notes_server.store import grants, notes
+
+    target = parse_note_uri(uri)
+    consented = consented_workspaces(principal)
+    for grant in grants.list_grants(conn, principal):
+        try:
+            workspace = parse_workspace_uri(grant.workspace)
+        except UriError:
+            continue
+        if not workspace.contains(target) or not within_roots(workspace, roots):
+            continue
+        if consented is not None and workspace.uri not in consented:
+            continue
+        path = "/".join(target[len(workspace.segments) :])
+        note = notes.get_note_by_path(conn, workspace.uri, path)
+        if note is not None:
+            return note.id
+    return None
 
 
 _HUBS: weakref.WeakKeyDictionary[Services, SubscriptionHub] = weakref.WeakKeyDictionary()

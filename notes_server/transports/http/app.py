@@ -158,12 +158,12 @@ def build_http_app(
     `legacy` builds the 2025-era session handler (on this app's worker threads); `health`
     answers `GET /healthz`; `background` starts this process's background work (the semantic
     indexer) at startup and returns what stops it at shutdown. An extension's route at `/mcp`
-    serves its methods there, except POST (and DELETE with 2025 sessions), which stay the
-    handler's."""
+    serves its methods there, except POST (and DELETE and GET with 2025 sessions), which stay
+    the handler's."""
     pool = WorkerThreads(threads)
     sessions = None if legacy is None else legacy(pool)
     lookup = PrincipalLookup(auth, http, pool)
-    ours = frozenset({"POST"} if sessions is None else {"DELETE", "POST"})
+    ours = frozenset({"POST"} if sessions is None else {"POST", *sessions.methods})
     beside = frozenset(
         method
         for route in extra_routes

@@ -21,9 +21,11 @@ whose tool reports progress (`_meta.progressToken`) or logs gets `text/event-str
 (`progress`); they hold nothing per client, and a modern request's `Mcp-Session-Id` is ignored.
 A modern request runs on the event loop when its standard headers name one the server runs
 there (`McpServer.runs_on_loop`: cheaper than a hand-off), else in a worker thread.
-GET is 405 in both eras (no standalone stream), naming `DELETE, POST` to a 2025 client; DELETE
-ends a 2025 session; a GET or DELETE naming a 2026-07-28 `MCP-Protocol-Version` is 405 with
-`Allow: POST` (that revision has no sessions), as is every other method without sessions.
+A GET from a 2025 client opens its session's stream of change notifications
+(`compat_2025.http_get_stream`; 405 naming `DELETE, POST` when the server serves no change
+subscriptions); DELETE ends a 2025 session; a GET or DELETE naming a 2026-07-28
+`MCP-Protocol-Version` is 405 with `Allow: POST` (that revision has no sessions and no GET
+stream), as is every other method without sessions.
 
 No Starlette `Request` is built: the head is read once (`request.McpRequest`), and the plain
 reply goes out as one `http.response.start` and one body.
@@ -81,6 +83,13 @@ class SessionTraffic(Protocol):
 
     async def delete(self, request: McpRequest, principal: str) -> ASGIApp:
         """`DELETE /mcp`: end the session."""
+
+    async def get(self, request: McpRequest, principal: str) -> ASGIApp:
+        """`GET /mcp`: the session's stream of change notifications (or 405)."""
+
+    @property
+    def methods(self) -> frozenset[str]:
+        """The methods besides POST the sessions serve at `/mcp` (`Allow` of a 405)."""
 
     @property
     def sweep_every_s(self) -> float:
@@ -180,7 +189,7 @@ class McpPostHandler:
         return await self.threads.run(call, self.http.request_timeout)
 
     async def answer_other(self, request: McpRequest) -> ASGIApp:
-        """GET, DELETE and the rest: only DELETE of a 2025 session is served."""
+        """GET, DELETE and the rest: only a 2025 session's DELETE and GET stream are served."""
         if self.sessions is None:
             return not_allowed("POST")
         if request.method in ("GET", "HEAD", "DELETE") and modern_version(
@@ -189,7 +198,9 @@ class McpPostHandler:
             return not_allowed("POST")
         if request.method == "DELETE":
             return await self.sessions.delete(request, request.principal)
-        return not_allowed("DELETE, POST")
+        if request.method == "GET" and "GET" in self.sessions.methods:
+            return await self.sessions.get(request, request.principal)
+        return not_allowed(", ".join(sorted({"POST", *self.sessions.methods})))
 
     async def listen(
         self, message: Request, headers: dict[str, list[str]], principal: str
