@@ -150,14 +150,17 @@ def search(
     if not page:
         return []
     records = keyword.notes_by_seq(conn, workspace, [f[0] for f in page])
-    passages = {h.seq: h for h in nearest}
+    best_of = {h.seq: h.passage for h in nearest}
+    texts = semantic.passage_texts(
+        conn, [best_of[f[0]] for f in page if "keyword" not in f[2] and f[0] in best_of]
+    )
     hits = []
     for seq, score, signals in page:
         record = records[seq]
-        if "keyword" in signals or seq not in passages:
+        passage = texts.get(best_of.get(seq, -1))
+        if "keyword" in signals or passage is None:
             text_, section = snippet(record.body, parsed)
         else:
-            best = passages[seq]
-            text_, section = snippet(best.text, None)[0], best.section
+            text_, section = snippet(passage[1], None)[0], passage[0]
         hits.append(FusedHit(keyword.SearchHit(record, text_, score, section), signals))
     return hits
