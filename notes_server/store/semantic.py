@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, delete, func, insert, select, text, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 
 from notes_server.store.models import notes_table as notes
 from notes_server.store.models import outbox_table as outbox
@@ -273,9 +273,11 @@ def semantic_ranked(
     *,
     include_archived: bool,
     depth: int = DEPTH,
+    allowed: set[int] | None = None,
 ) -> list[SemanticHit]:
     """The scope's notes by their best passage's cosine to `vector`, best first (ties: seq;
-    within a note, its first best passage), those at or above MIN_SIMILARITY, at most `depth`.
+    within a note, its first best passage), those at or above MIN_SIMILARITY, at most `depth`;
+    with `allowed`, only those seqs.
     Vectors come from the process's cache (store.vector_cache); every candidate is checked
     against the notes table here, in the caller's transaction, before it is ranked."""
     import numpy as np
@@ -283,28 +285,32 @@ def semantic_ranked(
     scope = cached_scope(conn, workspace, model)
     if not len(scope.ids):
         return []
-    sims = np.round((scope.matrix @ np.asarray(vector, dtype=np.float32)).astype(np.float64), 6)
-    best = np.maximum.reduceat(sims, scope.starts)
-    # Each note's first passage at its best similarity, for all notes at once.
-    rows = np.arange(len(sims))
-    at_best = np.where(sims == best[scope.groups], rows, len(sims))
-    best_row = np.minimum.reduceat(at_best, scope.starts)
+    sims = scope.matrix @ np.asarray(vector, dtype=np.float32)
+    # Rounded after the maximum (rounding keeps order): one pass over the passages.
+    best = np.round(np.maximum.reduceat(sims, scope.starts).astype(np.float64), 6)
     hits: list[SemanticHit] = []
     for batch in _candidates(scope.note_seqs, best, depth):
         for chunk in range(0, len(batch), depth):
             part = batch[chunk : chunk + depth]
-            allowed = _in_scope(
+            in_scope = _in_scope(
                 conn, workspace, [int(scope.note_seqs[i]) for i in part], include_archived
             )
             for i in part:
                 seq = int(scope.note_seqs[i])
-                if seq not in allowed:
+                if seq not in in_scope or (allowed is not None and seq not in allowed):
                     continue
-                row = int(best_row[i])
-                hits.append(SemanticHit(seq, float(sims[row]), int(scope.ids[row])))
+                start, end = scope.rows_of(int(i))
+                # The note's first passage at its best (rounded) similarity.
+                row = start + int(np.argmax(np.round(sims[start:end].astype(np.float64), 6)))
+                hits.append(SemanticHit(seq, float(best[i]), int(scope.ids[row])))
                 if len(hits) == depth:
                     return hits
     return hits
+
+
+_SCOPE_OF = select(notes.c.seq, notes.c.workspace, notes.c.archived).where(
+    notes.c.seq.in_(bindparam("seqs", expanding=True))
+)
 
 
 def _in_scope(
@@ -313,9 +319,7 @@ def _in_scope(
     """Which of these notes are in the workspace now (and not archived, unless asked). Read by
     primary key and filtered here: with the workspace in the WHERE clause SQLite's planner walks
     the workspace's index instead of looking the notes up (4 ms against 0.4 ms at 10k notes)."""
-    rows = conn.execute(
-        select(notes.c.seq, notes.c.workspace, notes.c.archived).where(notes.c.seq.in_(seqs))
-    )
+    rows = conn.execute(_SCOPE_OF, {"seqs": seqs})
     return {int(r[0]) for r in rows if r[1] == workspace and (include_archived or not r[2])}
 
 

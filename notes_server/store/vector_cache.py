@@ -44,19 +44,23 @@ MAX_BYTES = 192 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ScopeVectors:
-    """A workspace's passages in (note, ordinal) order: `matrix` row i is passage `ids[i]` of
-    the note at index `groups[i]`; note `note_seqs[j]` owns the rows from `starts[j]` on."""
+    """A workspace's passages in (note, ordinal) order: `matrix` row i is passage `ids[i]`;
+    note `note_seqs[j]` owns the rows from `starts[j]` to the next start."""
 
     token: tuple[int, int]
     ids: np.ndarray
     matrix: np.ndarray
-    groups: np.ndarray
     note_seqs: np.ndarray
     starts: np.ndarray
 
+    def rows_of(self, note: int) -> tuple[int, int]:
+        """The rows of the note at index `note` of `note_seqs`."""
+        end = int(self.starts[note + 1]) if note + 1 < len(self.starts) else len(self.ids)
+        return int(self.starts[note]), end
+
     @property
     def nbytes(self) -> int:
-        arrays = (self.matrix, self.ids, self.groups, self.note_seqs, self.starts)
+        arrays = (self.matrix, self.ids, self.note_seqs, self.starts)
         return int(sum(a.nbytes for a in arrays))
 
 
@@ -79,15 +83,14 @@ def _load(conn: Connection, workspace: str, model: str, token: tuple[int, int]) 
     if not rows:
         empty = np.zeros(0, dtype=np.int64)
         matrix = np.zeros((0, 0), dtype=np.float32)
-        return ScopeVectors(token, empty, matrix, empty, empty, empty)
+        return ScopeVectors(token, empty, matrix, empty, empty)
     seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype="<f4")
     matrix = matrix.reshape(len(rows), -1)
     first = np.concatenate(([True], seqs[1:] != seqs[:-1]))
     starts = np.flatnonzero(first)
-    groups = np.cumsum(first) - 1
-    return ScopeVectors(token, ids, matrix, groups, seqs[starts], starts)
+    return ScopeVectors(token, ids, matrix, seqs[starts], starts)
 
 
 class VectorCache:
