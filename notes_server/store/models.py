@@ -400,7 +400,7 @@ outbox_table = Table(
 )
 OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")
 
-# The semantic index's generation (migration 0018): one row, bumped by every indexer write of
+# The semantic index's generation (migration 0019): one row, bumped by every indexer write of
 # passages in its own transaction, so the in-memory vectors of a workspace (store.vector_cache)
 # know they are stale even when SQLite reused the ids of a re-embedded note's passages.
 search_state_table = Table(

@@ -7,8 +7,8 @@ note's new passages can reuse the ids of its old ones. The counter is bumped in 
 write transaction, so a reader that sees the new vectors sees the new generation, on either
 backend and from any process. Self-contained: one table, one row, nothing else touched.
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-12-02
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0018"
-down_revision = "0017"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
