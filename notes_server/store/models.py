@@ -431,6 +431,16 @@ outbox_table = Table(
 )
 OUTBOX_TRIGGERS = ("search_outbox_ai", "search_outbox_au")
 
+# The semantic index's generation (migration 0019): one row, bumped by every indexer write of
+# passages in its own transaction, so the in-memory vectors of a workspace (store.vector_cache)
+# know they are stale even when SQLite reused the ids of a re-embedded note's passages.
+search_state_table = Table(
+    "search_state",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False),
+)
+
 # A task of the `io.modelcontextprotocol/tasks` extension (migration 0017): durable, so any
 # worker or instance answers `tasks/get`. `id` is random (unguessable); every lookup is scoped to
 # `principal`. `cancel_requested` is what `tasks/cancel` sets and the running work reads between

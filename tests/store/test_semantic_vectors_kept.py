@@ -1,0 +1,174 @@
+"""Semantic ranking from the vectors a process keeps in memory between searches: every change
+that commits (a re-embedded note, an archive, a move, a write through another engine, as another
+process would make) is in the next search; the list stops at its depth the same way whichever
+path ranked it; a workspace too big to keep ranks the same. Both backends; needs the `semantic`
+extra (skipped without it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Engine
+
+from notes_server.store import embedding, indexer, notes, search, semantic, vector_cache
+from notes_server.store.engine import make_engine, read_tx, write_tx
+
+pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
+NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
+MINE = "file:///home/alice/notes"
+THEIRS = "file:///home/mallory/notes"
+BODIES = [
+    ("Hiring", "the hiring plan for next quarter, two engineers and a designer"),
+    ("Garden", "tomatoes, basil and the watering schedule for the summer"),
+    ("Recipes", "apple pie with cinnamon, baked for forty minutes"),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> embedding.Embedder:
+    return embedding.Embedder()
+
+
+def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
+    with write_tx(engine) as conn:
+        return [
+            notes.insert_note(
+                conn,
+                workspace=workspace,
+                path=f"n/{notes.new_note_id()}.md",
+                title=title,
+                body=body,
+                now=NOW,
+            ).id
+            for title, body in bodies
+        ]
+
+
+def _change(engine: Engine, note_id: str, **fields: object) -> None:
+    with write_tx(engine) as conn:
+        note = notes.get_note(conn, MINE, note_id)
+        assert note is not None
+        assert notes.update_fields(conn, note, now=NOW, **fields) is not None
+
+
+def _nearest(
+    engine: Engine,
+    embedder: embedding.Embedder,
+    query: str,
+    *,
+    workspace: str = MINE,
+    include_archived: bool = False,
+    depth: int = semantic.DEPTH,
+) -> list[tuple[str, float, str]]:
+    """(note id, similarity, best passage text), best first."""
+    vector = embedder.embed([query])[0]
+    with read_tx(engine) as conn:
+        hits = semantic.semantic_ranked(
+            conn, workspace, vector, embedder.model,
+            include_archived=include_archived, depth=depth,
+        )  # fmt: skip
+        ids = {
+            s: r.id for s, r in search.notes_by_seq(conn, workspace, [h.seq for h in hits]).items()
+        }
+        texts = semantic.passage_texts(conn, [h.passage for h in hits])
+    return [(ids[h.seq], h.similarity, texts[h.passage][1]) for h in hits]
+
+
+def test_a_re_embedded_note_is_ranked_by_its_new_text(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    # The note written last holds the highest passage ids: on SQLite its new passages reuse them.
+    ids = _insert(migrated_engine, MINE, BODIES)
+    indexer.drain(migrated_engine, embedder)
+    before = _nearest(migrated_engine, embedder, "apple pie cinnamon dessert")
+    assert before[0][0] == ids[2] and "cinnamon" in before[0][2]
+
+    _change(migrated_engine, ids[2], body="quarterly budget spreadsheet for the finance team")
+    # Searched before the indexer ran: the old vectors are kept after the note's change.
+    assert _nearest(migrated_engine, embedder, "apple pie cinnamon dessert")[0][0] == ids[2]
+    indexer.drain(migrated_engine, embedder)
+
+    after = _nearest(migrated_engine, embedder, "apple pie cinnamon dessert")
+    assert all("cinnamon" not in text for _, _, text in after)
+    finance = _nearest(migrated_engine, embedder, "quarterly budget spreadsheet finance")
+    assert finance[0][0] == ids[2]
+    assert finance[0][2].startswith("quarterly budget spreadsheet")
+
+
+def test_a_note_archived_after_its_vectors_were_kept_ranks_only_when_archived_are_asked_for(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    ids = _insert(migrated_engine, MINE, BODIES)
+    indexer.drain(migrated_engine, embedder)
+    assert ids[1] in [h[0] for h in _nearest(migrated_engine, embedder, "watering tomatoes")]
+
+    _change(migrated_engine, ids[1], archived=True)
+
+    assert ids[1] not in [h[0] for h in _nearest(migrated_engine, embedder, "watering tomatoes")]
+    with_archived = _nearest(migrated_engine, embedder, "watering tomatoes", include_archived=True)
+    assert with_archived[0][0] == ids[1]
+
+
+def test_a_note_moved_to_another_workspace_leaves_the_ranking_of_the_first(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    ids = _insert(migrated_engine, MINE, BODIES)
+    indexer.drain(migrated_engine, embedder)
+    assert _nearest(migrated_engine, embedder, "hiring engineers")[0][0] == ids[0]
+
+    _change(migrated_engine, ids[0], workspace=THEIRS)
+
+    assert ids[0] not in [h[0] for h in _nearest(migrated_engine, embedder, "hiring engineers")]
+    theirs = _nearest(migrated_engine, embedder, "hiring engineers", workspace=THEIRS)
+    assert [h[0] for h in theirs] == [ids[0]]
+
+
+def test_notes_embedded_through_another_engine_are_in_the_next_search(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    _insert(migrated_engine, MINE, BODIES)
+    indexer.drain(migrated_engine, embedder)
+    assert not [h for h in _nearest(migrated_engine, embedder, "sailing boat harbour") if
+                "harbour" in h[2]]  # fmt: skip
+
+    other = make_engine(migrated_engine.url.render_as_string(hide_password=False))
+    try:
+        (sailing,) = _insert(other, MINE, [("Sailing", "the boat stays in the harbour in winter")])
+        indexer.drain(other, embedder)
+    finally:
+        other.dispose()
+
+    assert _nearest(migrated_engine, embedder, "sailing boat harbour")[0][0] == sailing
+
+
+def test_the_semantic_list_stops_at_its_depth_in_the_order_of_the_whole_list(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    bodies = [(f"Plan {i}", f"the hiring plan, draft {i}, for next quarter") for i in range(12)]
+    _insert(migrated_engine, MINE, bodies + BODIES)
+    indexer.drain(migrated_engine, embedder)
+    whole = _nearest(migrated_engine, embedder, "hiring plan next quarter", depth=100)
+    assert len(whole) > 5
+    for depth in (1, 3, 5):
+        assert (
+            _nearest(migrated_engine, embedder, "hiring plan next quarter", depth=depth)
+            == (whole[:depth])
+        )
+
+
+def test_a_workspace_too_big_to_keep_ranks_the_same_and_is_not_kept(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    _insert(migrated_engine, MINE, BODIES)
+    indexer.drain(migrated_engine, embedder)
+    kept = _nearest(migrated_engine, embedder, "hiring engineers")
+    cache = vector_cache.for_engine(migrated_engine)
+    assert cache.kept() == 1
+    cache.max_bytes = 1
+    try:
+        _insert(migrated_engine, THEIRS, [("Elsewhere", "a change: the kept vectors are stale")])
+        assert _nearest(migrated_engine, embedder, "hiring engineers") == kept
+        assert cache.kept() == 0
+    finally:
+        cache.max_bytes = vector_cache.MAX_BYTES
