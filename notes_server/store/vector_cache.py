@@ -7,7 +7,7 @@ matrix with the note and passage id of each row, and reads it again only when th
 that something changed:
 
 - the change log's latest sequence (migration 0016: every note mutation, from any process);
-- the semantic index's generation (migration 0018: every indexer write of passages).
+- the semantic index's generation (migration 0019: every indexer write of passages).
 
 Both are read in the caller's read transaction before the rows, so a cache is never labelled
 newer than what it holds (on PostgreSQL a commit between the two reads only costs one more read
