@@ -5,8 +5,9 @@ Words are prefix terms (`'word':*`), a title match the same term restricted to w
 title's weight in the vector); the phrase is the words joined by `<->`. Substrings are
 `LIKE '%...%'` on the title and the body's spaceless runs (column of 0018), which the trigram
 indexes answer for three characters or more. The scope filter (workspace, archived) is a
-plain WHERE beside the match, so only the scope's notes are candidates. The statement groups them by which terms each holds
-(`search_rank.Group`: mask, count, seqs), so the ranking in Python works per group.
+plain WHERE beside the match, so only the scope's notes are candidates. The statement groups
+them by which terms each holds (`search_rank.Group`: mask, count, seqs), so the ranking in
+Python works per group.
 """
 
 from __future__ import annotations
