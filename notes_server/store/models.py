@@ -38,7 +38,7 @@ notes_table = Table(
     Column("title", String(500), nullable=False),
     Column("title_key", String(500), nullable=False),
     Column("body", Text, nullable=False, default=""),
-    # The body's spaceless-script runs (migration 0018, `search_terms.spaceless_runs`), set
+    # The body's spaceless-script runs (migration 0020, `search_terms.spaceless_runs`), set
     # with the body on every write: the trigram index covers this, not the whole body.
     Column("body_spaceless", Text, nullable=False, server_default=""),
     Column("created_at", TZ, nullable=False),

@@ -3,7 +3,7 @@ migration 0008 for words, the pg_trgm GIN indexes of migration 0010 for substrin
 
 Words are prefix terms (`'word':*`), a title match the same term restricted to weight A (the
 title's weight in the vector); the phrase is the words joined by `<->`. Substrings are
-`LIKE '%...%'` on the title and the body's spaceless runs (column of 0018), which the trigram
+`LIKE '%...%'` on the title and the body's spaceless runs (column of 0020), which the trigram
 indexes answer for three characters or more. The scope filter (workspace, archived) is a
 plain WHERE beside the match, so only the scope's notes are candidates. The statement groups
 them by which terms each holds (`search_rank.Group`: mask, count, seqs), so the ranking in

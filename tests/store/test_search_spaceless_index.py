@@ -1,4 +1,4 @@
-"""The trigram index covers a note's spaceless-script runs only (migration 0018): substrings
+"""The trigram index covers a note's spaceless-script runs only (migration 0020): substrings
 of CJK and Thai text are still found after every kind of write, a note without such text
 indexes nothing, and no trigram is found across two runs. Both backends (NOTES_SERVER_TEST_DB)."""
 

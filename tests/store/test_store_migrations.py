@@ -304,14 +304,14 @@ def test_upgrade_to_0009_starts_pending_approvals_at_no_wrong_sign_ins(
     migrate.upgrade(migrated_engine)
 
 
-def test_upgrade_to_0018_fills_the_spaceless_runs_of_existing_notes(
+def test_upgrade_to_0020_fills_the_spaceless_runs_of_existing_notes(
     empty_engine: Engine,
 ) -> None:
     from sqlalchemy import insert, select
 
     from notes_server.store.models import notes_table
 
-    migrate.upgrade(empty_engine, "0017")
+    migrate.upgrade(empty_engine, "0019")
     with write_tx(empty_engine) as conn:
         row = {
             "workspace": WS,

@@ -9,8 +9,8 @@ SQLite: the trigram FTS5 table is rebuilt over (title, body_spaceless), its trig
 those two columns only. PostgreSQL: the body's GIN trigram index is replaced by one on the new
 column (the title's stays).
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-12-02
 """
 
@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy import text
 
-revision = "0018"
-down_revision = "0017"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
