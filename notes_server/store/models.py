@@ -38,6 +38,9 @@ notes_table = Table(
     Column("title", String(500), nullable=False),
     Column("title_key", String(500), nullable=False),
     Column("body", Text, nullable=False, default=""),
+    # The body's spaceless-script runs (migration 0020, `search_terms.spaceless_runs`), set
+    # with the body on every write: the trigram index covers this, not the whole body.
+    Column("body_spaceless", Text, nullable=False, server_default=""),
     Column("created_at", TZ, nullable=False),
     Column("updated_at", TZ, nullable=False),
     Column("version", Integer, nullable=False, default=1),
@@ -185,7 +188,7 @@ SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
 # table with the trigram tokenizer (its name starts with FTS_TABLE, so it shares its handling),
 # on PostgreSQL pg_trgm GIN indexes on the title and the body.
 TRIGRAM_TABLE = "notes_fts_tri"
-TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_trgm")
+TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_spaceless_trgm")
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by
 # the SHA-256 of the session id (a leaked database does not leak usable ids) and bound to the

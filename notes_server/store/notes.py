@@ -37,6 +37,7 @@ from notes_server.store.keys import title_key as title_key  # re-exported: calle
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import grants_table as grants
 from notes_server.store.models import notes_table as notes
+from notes_server.store.search_terms import spaceless_runs
 from notes_server.store.types import from_stored
 
 COLUMNS = (
@@ -258,6 +259,7 @@ def insert_row(
         "title": title,
         "title_key": title_key(title),
         "body": body,
+        "body_spaceless": spaceless_runs(body),
         "created_at": created,
         "updated_at": updated,
         "version": 1,
@@ -369,6 +371,8 @@ class CoreNotes(CoreRun):
         values = dict(fields)
         if "title" in values:
             values["title_key"] = title_key(values["title"])
+        if "body" in values:
+            values["body_spaceless"] = spaceless_runs(values["body"])
         result = conn.execute(
             update(notes)
             .where(notes.c.id == note.id, notes.c.version == note.version)

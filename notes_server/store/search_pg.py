@@ -3,10 +3,11 @@ migration 0008 for words, the pg_trgm GIN indexes of migration 0010 for substrin
 
 Words are prefix terms (`'word':*`), a title match the same term restricted to weight A (the
 title's weight in the vector); the phrase is the words joined by `<->`. Substrings are
-`LIKE '%...%'` on the title and the body, which the trigram indexes answer for three
-characters or more. The scope filter (workspace, archived) is a plain WHERE beside the match,
-so only the scope's notes are candidates. The statement groups them by which terms each holds
-(`search_rank.Group`: mask, count, seqs), so the ranking in Python works per group.
+`LIKE '%...%'` on the title and the body's spaceless runs (column of 0020), which the trigram
+indexes answer for three characters or more. The scope filter (workspace, archived) is a
+plain WHERE beside the match, so only the scope's notes are candidates. The statement groups
+them by which terms each holds (`search_rank.Group`: mask, count, seqs), so the ranking in
+Python works per group.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def candidate_statement(query: Query, include_archived: bool) -> tuple[TextClaus
             titled.append(_ts(f"t{i}"))
         else:
             params[f"l{i}"] = f"%{term.text}%"
-            held.append(f"(n.title LIKE :l{i} OR n.body LIKE :l{i})")
+            held.append(f"(n.title LIKE :l{i} OR n.body_spaceless LIKE :l{i})")
             titled.append(f"n.title LIKE :l{i}")
         if i in content:
             anyof.append(held[-1])

@@ -15,6 +15,7 @@ word prefix with diacritics folded (FTS5 `unicode61 remove_diacritics 2`).
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from typing import NamedTuple
 
@@ -74,6 +75,18 @@ class Query(NamedTuple):
         or every term when the query is only stop words."""
         kept = tuple(i for i, t in enumerate(self.terms) if not t.stop)
         return kept or tuple(range(len(self.terms)))
+
+
+_SPACELESS_RUN = re.compile(
+    "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _SPACELESS) + "]+"
+)
+
+
+def spaceless_runs(text: str) -> str:
+    """The runs of spaceless-script text in ``text``, one a line: all the trigram index needs,
+    since a substring term is made of spaceless characters only and so never spans a line
+    break (an English note indexes as empty, which makes its writes cheap)."""
+    return "\n".join(_SPACELESS_RUN.findall(text))
 
 
 def spaceless(char: str) -> bool:

@@ -302,3 +302,38 @@ def test_upgrade_to_0009_starts_pending_approvals_at_no_wrong_sign_ins(
     with read_tx(migrated_engine) as conn:
         assert conn.execute(text("SELECT id FROM purge_approvals")).scalars().all() == ["pa-old"]
     migrate.upgrade(migrated_engine)
+
+
+def test_upgrade_to_0020_fills_the_spaceless_runs_of_existing_notes(
+    empty_engine: Engine,
+) -> None:
+    from sqlalchemy import insert, select
+
+    from notes_server.store.models import notes_table
+
+    migrate.upgrade(empty_engine, "0019")
+    with write_tx(empty_engine) as conn:
+        row = {
+            "workspace": WS,
+            "title": "t",
+            "title_key": "t",
+            "created_at": NOW,
+            "updated_at": NOW,
+        }
+        conn.execute(
+            insert(notes_table),
+            [
+                {**row, "id": "note_cjk", "path": "a.md", "body": "Minutes: 会議の議事録"},
+                {**row, "id": "note_en", "path": "b.md", "body": "Minutes in English"},
+            ],
+        )
+
+    migrate.upgrade(empty_engine)
+
+    with read_tx(empty_engine) as conn:
+        stored = dict(conn.execute(select(notes_table.c.id, notes_table.c.body_spaceless)).all())
+        hits = search.search(conn, WS, "議事録", include_archived=False, limit=10, offset=0)
+    assert (stored, [h.note.id for h in hits]) == (
+        {"note_cjk": "会議の議事録", "note_en": ""},
+        ["note_cjk"],
+    )
