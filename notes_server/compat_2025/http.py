@@ -179,16 +179,9 @@ class LegacyHttp:
         if "text/event-stream" not in http.headers.get("accept", ""):
             return error_response(406, "Not Acceptable: GET /mcp needs Accept: text/event-stream")
         key = session_hash(ids[0].strip())
-        session = await self._find(key, principal)
-        if session is None:
-            return error_response(404, SESSION_NOT_FOUND)
-        versions = http.headers.getlist(VERSION_HEADER)
-        if versions and versions != [session.version]:
-            return error_response(
-                400,
-                f"Bad Request: MCP-Protocol-Version must be {session.version}, the version "
-                "this session negotiated",
-            )
+        session = await self._session(http, key, principal)
+        if isinstance(session, Response):
+            return session
         resume = http.headers.getlist("last-event-id")
         last = resume[0] if len(resume) == 1 else None
         if len(resume) > 1:
@@ -241,6 +234,23 @@ class LegacyHttp:
         if len(ids) != 1:
             return error_response(400, "Bad Request: Mcp-Session-Id header sent more than once")
         key = session_hash(ids[0].strip())
+        session = await self._session(http, key, principal)
+        if isinstance(session, Response):
+            return session
+        if isinstance(message, dict):
+            await self._deliver(key, message)
+            return Response(status_code=202)
+        if isinstance(message, Notification):
+            await self._notice(key, message, principal, session)
+            return Response(status_code=202)
+        handler = LegacyHandler(self.server, principal, session, grants=self.store.options.grants)
+        return await self._request(key, handler, message)
+
+    async def _session(
+        self, http: HttpRequest, key: str, principal: str
+    ) -> LegacySession | Response:
+        """The principal's live session of this key, or the refusal: 404 when there is none,
+        400 when the request names another protocol version than the session negotiated."""
         session = await self._find(key, principal)
         if session is None:
             return error_response(404, SESSION_NOT_FOUND)
@@ -251,14 +261,7 @@ class LegacyHttp:
                 f"Bad Request: MCP-Protocol-Version must be {session.version}, the version "
                 "this session negotiated",
             )
-        if isinstance(message, dict):
-            await self._deliver(key, message)
-            return Response(status_code=202)
-        if isinstance(message, Notification):
-            await self._notice(key, message, principal, session)
-            return Response(status_code=202)
-        handler = LegacyHandler(self.server, principal, session, grants=self.store.options.grants)
-        return await self._request(key, handler, message)
+        return session
 
     async def _find(self, key: str, principal: str) -> LegacySession | None:
         """The session: read on the event loop when that is one local indexed statement
