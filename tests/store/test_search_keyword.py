@@ -11,22 +11,11 @@ from sqlalchemy import Engine, update
 
 from notes_server.store import notes, search
 from notes_server.store.engine import read_tx, write_tx
+from tests.store.seed import insert_notes
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 MINE = "file:///home/alice/notes"
 THEIRS = "file:///home/mallory/notes"
-
-
-def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
-    ids = []
-    with write_tx(engine) as conn:
-        for title, body in bodies:
-            path = f"n/{notes.new_note_id()}.md"
-            note = notes.insert_note(
-                conn, workspace=workspace, path=path, title=title, body=body, now=NOW
-            )
-            ids.append(note.id)
-    return ids
 
 
 def _found(
@@ -45,15 +34,15 @@ def _ids(engine: Engine, query: str, **kw: object) -> list[str]:
 def test_a_long_natural_query_finds_a_note_holding_only_some_of_its_words(
     migrated_engine: Engine,
 ) -> None:
-    (hiring,) = _insert(migrated_engine, MINE, [("Monday", "We discussed the hiring plan")])
-    _insert(migrated_engine, MINE, [("Lunch", "soup and bread")])
+    (hiring,) = insert_notes(migrated_engine, MINE, [("Monday", "We discussed the hiring plan")])
+    insert_notes(migrated_engine, MINE, [("Lunch", "soup and bread")])
     assert _ids(migrated_engine, "hiring plan for next quarter") == [hiring]
 
 
 def test_more_matched_words_rank_first_and_the_exact_phrase_on_top(
     migrated_engine: Engine,
 ) -> None:
-    one, two, phrase, scattered = _insert(
+    one, two, phrase, scattered = insert_notes(
         migrated_engine,
         MINE,
         [
@@ -73,13 +62,13 @@ def test_more_matched_words_rank_first_and_the_exact_phrase_on_top(
 def test_stop_words_alone_never_make_a_hit_when_the_query_has_other_words(
     migrated_engine: Engine,
 ) -> None:
-    (budget,) = _insert(migrated_engine, MINE, [("q3", "the budget of the team")])
-    _insert(migrated_engine, MINE, [("x", "the one and the other of the two")])
+    (budget,) = insert_notes(migrated_engine, MINE, [("q3", "the budget of the team")])
+    insert_notes(migrated_engine, MINE, [("x", "the one and the other of the two")])
     assert _ids(migrated_engine, "the budget of the") == [budget]
 
 
 def test_a_query_of_only_stop_words_still_matches_them(migrated_engine: Engine) -> None:
-    (ours,) = _insert(migrated_engine, MINE, [("words", "to be or not to be")])
+    (ours,) = insert_notes(migrated_engine, MINE, [("words", "to be or not to be")])
     assert _ids(migrated_engine, "to be") == [ours]
 
 
@@ -88,7 +77,7 @@ def test_diacritics_are_folded_and_snippets_mark_the_words(migrated_engine: Engi
         pytest.skip(
             "diacritic folding is FTS5's unicode61 tokenizer (tsvector 'simple' keeps them)"
         )
-    (cafe,) = _insert(migrated_engine, MINE, [("Café", "a crème brûlée at the café")])
+    (cafe,) = insert_notes(migrated_engine, MINE, [("Café", "a crème brûlée at the café")])
     (hit,) = _found(migrated_engine, "cafe creme")
     assert hit.note.id == cafe
     assert "**crème**" in hit.snippet and "**café**" in hit.snippet
@@ -106,18 +95,18 @@ CJK = [
 def test_a_word_inside_a_run_of_characters_is_found(
     migrated_engine: Engine, title: str, body: str, query: str
 ) -> None:
-    (ours,) = _insert(migrated_engine, MINE, [(title, body)])
-    _insert(migrated_engine, MINE, [("其他", "完全不同的内容"), ("other", "nothing here")])
+    (ours,) = insert_notes(migrated_engine, MINE, [(title, body)])
+    insert_notes(migrated_engine, MINE, [("其他", "完全不同的内容"), ("other", "nothing here")])
     (hit,) = _found(migrated_engine, query)
     assert hit.note.id == ours
     assert "**" in hit.snippet
 
 
 def test_mixed_script_notes_match_on_either_script(migrated_engine: Engine) -> None:
-    (mixed,) = _insert(
+    (mixed,) = insert_notes(
         migrated_engine, MINE, [("Q3 review", "Budget review: 季度预算 approved by finance")]
     )
-    _insert(migrated_engine, MINE, [("other", "budget only"), ("其他", "预算以外")])
+    insert_notes(migrated_engine, MINE, [("other", "budget only"), ("其他", "预算以外")])
     assert _ids(migrated_engine, "finance 季度预算")[0] == mixed
     assert mixed in _ids(migrated_engine, "预算")
     assert mixed in _ids(migrated_engine, "budget")
@@ -126,14 +115,14 @@ def test_mixed_script_notes_match_on_either_script(migrated_engine: Engine) -> N
 def test_a_title_holding_a_substring_ranks_above_a_body_holding_it(
     migrated_engine: Engine,
 ) -> None:
-    body, title = _insert(migrated_engine, MINE, [("笔记", "预算很紧"), ("预算", "很紧")])
+    body, title = insert_notes(migrated_engine, MINE, [("笔记", "预算很紧"), ("预算", "很紧")])
     assert _ids(migrated_engine, "预算") == [title, body]
 
 
 def test_an_attacker_workspace_of_near_duplicates_changes_no_rank_or_score(
     migrated_engine: Engine,
 ) -> None:
-    _insert(
+    insert_notes(
         migrated_engine,
         MINE,
         [
@@ -150,7 +139,7 @@ def test_an_attacker_workspace_of_near_duplicates_changes_no_rank_or_score(
     assert all(before.values())
     dupes = [("hiring plan", "hiring plan next quarter budget 季度预算")] * 60
     dupes += [("plan", "plan plan plan")] * 60
-    _insert(migrated_engine, THEIRS, dupes)
+    insert_notes(migrated_engine, THEIRS, dupes)
     after = {
         q: [(h.note.id, h.rank, h.snippet) for h in _found(migrated_engine, q)] for q in queries
     }
@@ -161,7 +150,7 @@ def test_an_attacker_workspace_of_near_duplicates_changes_no_rank_or_score(
 def test_archived_notes_are_left_out_before_ranking_unless_asked(
     migrated_engine: Engine,
 ) -> None:
-    live, gone = _insert(migrated_engine, MINE, [("plan", "one plan"), ("plan plan", "plan")])
+    live, gone = insert_notes(migrated_engine, MINE, [("plan", "one plan"), ("plan plan", "plan")])
     before = _found(migrated_engine, "plan")
     with write_tx(migrated_engine) as conn:
         conn.execute(update(notes.notes).where(notes.notes.c.id == gone).values(archived=True))
@@ -174,7 +163,7 @@ def test_archived_notes_are_left_out_before_ranking_unless_asked(
 
 def test_pages_are_stable_slices_of_one_ranking(migrated_engine: Engine) -> None:
     words = ["alpha", "beta", "gamma", "delta"]
-    _insert(
+    insert_notes(
         migrated_engine,
         MINE,
         [(words[i % 4], " ".join(words[: 1 + i % 4]) + f" note {i}") for i in range(45)],
@@ -198,7 +187,7 @@ def test_pages_are_stable_slices_of_one_ranking(migrated_engine: Engine) -> None
 
 def test_the_section_is_the_heading_above_the_matching_passage(migrated_engine: Engine) -> None:
     body = "# Intro\n\nNothing much.\n\n## Budget\n\nThe travel budget is tight.\n"
-    _insert(migrated_engine, MINE, [("Doc", body)])
+    insert_notes(migrated_engine, MINE, [("Doc", body)])
     (hit,) = _found(migrated_engine, "travel")
     assert hit.section == "Budget"
     assert hit.snippet == "The **travel** budget is tight."
@@ -218,7 +207,7 @@ BAD = [
 
 @pytest.mark.parametrize("query", BAD, ids=range(len(BAD)))
 def test_hostile_queries_answer_a_result(migrated_engine: Engine, query: str) -> None:
-    _insert(migrated_engine, MINE, [("plan", "the budget plan of the team")])
+    insert_notes(migrated_engine, MINE, [("plan", "the budget plan of the team")])
     hits = _found(migrated_engine, query)
     assert all(h.note.workspace == MINE for h in hits)
     if any(w in query for w in ("plan", "the")):
@@ -232,7 +221,7 @@ def test_a_short_page_is_the_head_of_the_whole_ranking_across_equal_scores(
     # group of equal scores, and ties go by age on every page.
     rows = [("x", "alpha beta")] * 7 + [("alpha", "beta")] * 5 + [("y", "alpha")] * 9
     rows += [("beta", "nothing else")] * 4
-    _insert(migrated_engine, MINE, rows)
+    insert_notes(migrated_engine, MINE, rows)
     whole = _found(migrated_engine, "alpha beta", limit=100)
     assert len(whole) == 25
     for limit in (1, 3, 6, 8, 13):
@@ -247,8 +236,8 @@ def test_a_tag_filter_pages_the_tagged_notes_in_the_scope_ranking(
 ) -> None:
     above = [("plan", "plan for the team")] * 6
     tagged = [("notes", "a plan #keep"), ("plan", "the plan #keep")]
-    _insert(migrated_engine, MINE, above)
-    low, high = _insert(migrated_engine, MINE, tagged)
+    insert_notes(migrated_engine, MINE, above)
+    low, high = insert_notes(migrated_engine, MINE, tagged)
     with read_tx(migrated_engine) as conn:
         ranked = search.search(
             conn, MINE, "plan", include_archived=False, limit=50, offset=0, tags=["keep"]
@@ -268,9 +257,9 @@ def test_the_scope_statistics_follow_writes_after_an_earlier_search(
 ) -> None:
     # The idf of a word grows with the scope's size: a score computed before new notes were
     # written must not be reused after them (nor after an archive).
-    (only,) = _insert(migrated_engine, MINE, [("x", "zephyr here"), ("y", "other")])[:1]
+    (only,) = insert_notes(migrated_engine, MINE, [("x", "zephyr here"), ("y", "other")])[:1]
     (before,) = _found(migrated_engine, "zephyr")
-    _insert(migrated_engine, MINE, [("z", f"filler {i}") for i in range(8)])
+    insert_notes(migrated_engine, MINE, [("z", f"filler {i}") for i in range(8)])
     (grown,) = _found(migrated_engine, "zephyr")
     assert grown.note.id == only
     assert grown.rank > before.rank

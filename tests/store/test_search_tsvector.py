@@ -14,23 +14,12 @@ from sqlalchemy import Engine, text, update
 
 from notes_server.store import notes, search
 from notes_server.store.engine import read_tx, write_tx
+from tests.store.seed import insert_notes
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
 MINE = "file:///home/alice/notes"
 THEIRS = "file:///home/bob/notes"
 WORDS = ["apple", "apricot", "banana", "cherry", "damson", "elder", "fig", "grape"]
-
-
-def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
-    ids = []
-    with write_tx(engine) as conn:
-        for title, body in bodies:
-            path = f"n/{notes.new_note_id()}.md"
-            note = notes.insert_note(
-                conn, workspace=workspace, path=path, title=title, body=body, now=NOW
-            )
-            ids.append(note.id)
-    return ids
 
 
 def _found(
@@ -48,7 +37,7 @@ def _found(
 
 
 def test_postgresql_search_ranks_title_matches_above_body_matches(pg_engine: Engine) -> None:
-    body_only, title = _insert(
+    body_only, title = insert_notes(
         pg_engine, MINE, [("Groceries", "buy an apple today"), ("Apple pie", "bake it")]
     )
     hits = _found(pg_engine, "apple")
@@ -59,7 +48,7 @@ def test_postgresql_search_ranks_title_matches_above_body_matches(pg_engine: Eng
 def test_postgresql_search_matches_word_prefixes_and_ranks_every_word_first(
     pg_engine: Engine,
 ) -> None:
-    both, only_one = _insert(
+    both, only_one = insert_notes(
         pg_engine, MINE, [("Plan", "apricot jam and cherries"), ("Other", "apricot only")]
     )
     assert {h.note.id for h in _found(pg_engine, "apri")} == {both, only_one}
@@ -68,21 +57,21 @@ def test_postgresql_search_matches_word_prefixes_and_ranks_every_word_first(
 
 
 def test_postgresql_search_snippets_highlight_the_matched_words(pg_engine: Engine) -> None:
-    _insert(pg_engine, MINE, [("Note", "first line\nthe damson harvest was early this year")])
+    insert_notes(pg_engine, MINE, [("Note", "first line\nthe damson harvest was early this year")])
     (hit,) = _found(pg_engine, "damson")
     assert "**damson**" in hit.snippet
     assert hit.snippet.count("**") == 2  # one word, marked once
 
 
 def test_postgresql_search_treats_query_syntax_as_plain_words(pg_engine: Engine) -> None:
-    (note,) = _insert(pg_engine, MINE, [("Fig", "fig and grape")])
+    (note,) = insert_notes(pg_engine, MINE, [("Fig", "fig and grape")])
     for query in ["fig & !grape", "fig:* | gra", "'fig'", "fig) (grape", "fig\\ grape"]:
         assert [h.note.id for h in _found(pg_engine, query)] == [note], query
     assert _found(pg_engine, "&|!():*") == []
 
 
 def test_postgresql_search_follows_updates_and_deletes(pg_engine: Engine) -> None:
-    (note_id,) = _insert(pg_engine, MINE, [("Elder", "elderflower cordial")])
+    (note_id,) = insert_notes(pg_engine, MINE, [("Elder", "elderflower cordial")])
     with write_tx(pg_engine) as conn:
         conn.execute(
             update(notes.notes).where(notes.notes.c.id == note_id).values(body="grape juice")
@@ -97,13 +86,13 @@ def test_postgresql_search_follows_updates_and_deletes(pg_engine: Engine) -> Non
 def test_postgresql_search_pages_are_exact_within_a_crowded_scope(pg_engine: Engine) -> None:
     rng = random.Random(4)
     # Another workspace's notes outrank ours; some of ours are archived.
-    _insert(pg_engine, THEIRS, [("apple", "apple apple")] * 200)
+    insert_notes(pg_engine, THEIRS, [("apple", "apple apple")] * 200)
     for _ in range(3):
         bodies = [
             (" ".join(rng.choices(WORDS, k=2)), " ".join(rng.choices(WORDS, k=rng.randint(3, 30))))
             for _ in range(50)
         ]
-        _insert(pg_engine, MINE, bodies)
+        insert_notes(pg_engine, MINE, bodies)
     with write_tx(pg_engine) as conn:
         conn.execute(update(notes.notes).where(notes.notes.c.seq % 7 == 0).values(archived=True))
     for query in ["apple", "ap", "banana cherry"]:
@@ -121,7 +110,7 @@ def test_postgresql_search_pages_are_exact_within_a_crowded_scope(pg_engine: Eng
 
 
 def test_postgresql_search_uses_the_gin_index(pg_engine: Engine) -> None:
-    _insert(pg_engine, MINE, [("t", f"word{i} common") for i in range(300)])
+    insert_notes(pg_engine, MINE, [("t", f"word{i} common") for i in range(300)])
     with read_tx(pg_engine) as conn:
         conn.execute(text("ANALYZE notes"))
         conn.execute(text("SET LOCAL enable_seqscan = off"))
@@ -142,7 +131,7 @@ def test_a_search_can_be_the_first_thing_a_fresh_process_runs(
 ) -> None:
     # The full-text functions compile only once the PostgreSQL dialect registered them: a
     # process whose first import is the search module must still search.
-    _insert(pg_engine, MINE, [("Fig", "fig jam")])
+    insert_notes(pg_engine, MINE, [("Fig", "fig jam")])
     script = (
         "import sys\n"
         "from sqlalchemy import create_engine\n"

@@ -14,6 +14,7 @@ from notes_server.store import embedding, hybrid, indexer, notes, semantic
 from notes_server.store.engine import read_tx, write_tx
 from notes_server.store.models import outbox_table, passages_table
 from notes_server.store.search_terms import parse
+from tests.store.seed import insert_notes
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
@@ -24,21 +25,6 @@ THEIRS = "file:///home/mallory/notes"
 @pytest.fixture(scope="module")
 def embedder() -> embedding.Embedder:
     return embedding.Embedder()
-
-
-def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
-    with write_tx(engine) as conn:
-        return [
-            notes.insert_note(
-                conn,
-                workspace=workspace,
-                path=f"n/{notes.new_note_id()}.md",
-                title=title,
-                body=body,
-                now=NOW,
-            ).id
-            for title, body in bodies
-        ]
 
 
 def _embedded(engine: Engine) -> dict[int, int]:
@@ -81,7 +67,7 @@ def test_every_note_ends_embedded_once_under_concurrent_writes(
         w.start()
     try:
         for i in range(10):
-            _insert(
+            insert_notes(
                 migrated_engine, MINE, [(f"note {i}.{j}", f"# H\n\nbody {i} {j}") for j in range(5)]
             )
     finally:
@@ -97,7 +83,7 @@ def test_every_note_ends_embedded_once_under_concurrent_writes(
 def test_a_note_updated_during_embedding_is_embedded_again(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    (note_id,) = _insert(migrated_engine, MINE, [("Old", "old body text")])
+    (note_id,) = insert_notes(migrated_engine, MINE, [("Old", "old body text")])
 
     def change() -> None:
         with write_tx(migrated_engine) as conn:
@@ -117,9 +103,9 @@ def test_a_note_updated_during_embedding_is_embedded_again(
 def test_no_vector_survives_a_note_deleted_during_embedding(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    (gone,) = _insert(migrated_engine, MINE, [("Gone", "soon deleted")])
+    (gone,) = insert_notes(migrated_engine, MINE, [("Gone", "soon deleted")])
     indexer.drain(migrated_engine, embedder)
-    _insert(migrated_engine, MINE, [("Kept", "stays")])
+    insert_notes(migrated_engine, MINE, [("Kept", "stays")])
 
     def remove() -> None:
         with write_tx(migrated_engine) as conn:
@@ -135,7 +121,7 @@ def test_no_vector_survives_a_note_deleted_during_embedding(
 def test_semantic_neighbours_in_another_workspace_change_no_rank_or_score(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    _insert(
+    insert_notes(
         migrated_engine,
         MINE,
         [
@@ -156,7 +142,9 @@ def test_semantic_neighbours_in_another_workspace_change_no_rank_or_score(
 
     before = found()
     assert before and "semantic" in before[0][2]
-    _insert(migrated_engine, THEIRS, [("Finance sync", "Q3 spend review, finance budget")] * 40)
+    insert_notes(
+        migrated_engine, THEIRS, [("Finance sync", "Q3 spend review, finance budget")] * 40
+    )
     indexer.drain(migrated_engine, embedder)
     assert found() == before
 
@@ -207,7 +195,9 @@ def test_a_note_titled_by_the_query_stays_first_in_hybrid_search(
         (f"Minutes {i}", f"The budget meeting ran long; budget meeting {i} notes.")
         for i in range(8)
     ]
-    ids = _insert(migrated_engine, MINE, [*mentions, ("Budget meeting", "Agenda: Q3 numbers.")])
+    ids = insert_notes(
+        migrated_engine, MINE, [*mentions, ("Budget meeting", "Agenda: Q3 numbers.")]
+    )
     indexer.drain(migrated_engine, embedder)
     with read_tx(migrated_engine) as conn:
         runs = [
@@ -252,8 +242,8 @@ HOSTILE = [
 def test_hostile_queries_answer_a_result_by_meaning_too(
     migrated_engine: Engine, embedder: embedding.Embedder, query: str, mode: str
 ) -> None:
-    _insert(migrated_engine, MINE, [("plan", "the budget plan of the team")])
-    _insert(migrated_engine, THEIRS, [("plan", "the budget plan of the team")])
+    insert_notes(migrated_engine, MINE, [("plan", "the budget plan of the team")])
+    insert_notes(migrated_engine, THEIRS, [("plan", "the budget plan of the team")])
     indexer.drain(migrated_engine, embedder)
     with read_tx(migrated_engine) as conn:
         hits = hybrid.search(
@@ -281,11 +271,11 @@ def test_a_watching_indexer_wakes_on_a_write_of_its_process(
             Telling.calls += 1
             return vectors
 
-    _insert(migrated_engine, MINE, [("First", "embedded by the first drain")])
+    insert_notes(migrated_engine, MINE, [("First", "embedded by the first drain")])
     background = indexer.start_background(migrated_engine, Telling(), 3600.0)
     try:
         assert embedded[0].wait(60), "the first drain embedded nothing"
-        _insert(migrated_engine, MINE, [("Woken", "a write wakes the indexer")])
+        insert_notes(migrated_engine, MINE, [("Woken", "a write wakes the indexer")])
         assert embedded[1].wait(60), "the indexer was not woken by the write"
     finally:
         background.stop()

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from notes_server.store import embedding, indexer, notes, search, semantic, vector_cache
 from notes_server.store.engine import make_engine, read_tx, write_tx
+from tests.store.seed import insert_notes
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
 NOW = datetime(2026, 3, 1, 12, 30, 15, tzinfo=UTC)
@@ -28,21 +29,6 @@ BODIES = [
 @pytest.fixture(scope="module")
 def embedder() -> embedding.Embedder:
     return embedding.Embedder()
-
-
-def _insert(engine: Engine, workspace: str, bodies: list[tuple[str, str]]) -> list[str]:
-    with write_tx(engine) as conn:
-        return [
-            notes.insert_note(
-                conn,
-                workspace=workspace,
-                path=f"n/{notes.new_note_id()}.md",
-                title=title,
-                body=body,
-                now=NOW,
-            ).id
-            for title, body in bodies
-        ]
 
 
 def _change(engine: Engine, note_id: str, **fields: object) -> None:
@@ -79,7 +65,7 @@ def test_a_re_embedded_note_is_ranked_by_its_new_text(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
     # The note written last holds the highest passage ids: on SQLite its new passages reuse them.
-    ids = _insert(migrated_engine, MINE, BODIES)
+    ids = insert_notes(migrated_engine, MINE, BODIES)
     indexer.drain(migrated_engine, embedder)
     before = _nearest(migrated_engine, embedder, "apple pie cinnamon dessert")
     assert before[0][0] == ids[2] and "cinnamon" in before[0][2]
@@ -99,7 +85,7 @@ def test_a_re_embedded_note_is_ranked_by_its_new_text(
 def test_a_note_archived_after_its_vectors_were_kept_ranks_only_when_archived_are_asked_for(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    ids = _insert(migrated_engine, MINE, BODIES)
+    ids = insert_notes(migrated_engine, MINE, BODIES)
     indexer.drain(migrated_engine, embedder)
     assert ids[1] in [h[0] for h in _nearest(migrated_engine, embedder, "watering tomatoes")]
 
@@ -113,7 +99,7 @@ def test_a_note_archived_after_its_vectors_were_kept_ranks_only_when_archived_ar
 def test_a_note_moved_to_another_workspace_leaves_the_ranking_of_the_first(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    ids = _insert(migrated_engine, MINE, BODIES)
+    ids = insert_notes(migrated_engine, MINE, BODIES)
     indexer.drain(migrated_engine, embedder)
     assert _nearest(migrated_engine, embedder, "hiring engineers")[0][0] == ids[0]
 
@@ -127,14 +113,16 @@ def test_a_note_moved_to_another_workspace_leaves_the_ranking_of_the_first(
 def test_notes_embedded_through_another_engine_are_in_the_next_search(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    _insert(migrated_engine, MINE, BODIES)
+    insert_notes(migrated_engine, MINE, BODIES)
     indexer.drain(migrated_engine, embedder)
     assert not [h for h in _nearest(migrated_engine, embedder, "sailing boat harbour") if
                 "harbour" in h[2]]  # fmt: skip
 
     other = make_engine(migrated_engine.url.render_as_string(hide_password=False))
     try:
-        (sailing,) = _insert(other, MINE, [("Sailing", "the boat stays in the harbour in winter")])
+        (sailing,) = insert_notes(
+            other, MINE, [("Sailing", "the boat stays in the harbour in winter")]
+        )
         indexer.drain(other, embedder)
     finally:
         other.dispose()
@@ -146,7 +134,7 @@ def test_the_semantic_list_stops_at_its_depth_in_the_order_of_the_whole_list(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
     bodies = [(f"Plan {i}", f"the hiring plan, draft {i}, for next quarter") for i in range(12)]
-    _insert(migrated_engine, MINE, bodies + BODIES)
+    insert_notes(migrated_engine, MINE, bodies + BODIES)
     indexer.drain(migrated_engine, embedder)
     whole = _nearest(migrated_engine, embedder, "hiring plan next quarter", depth=100)
     assert len(whole) > 5
@@ -160,14 +148,16 @@ def test_the_semantic_list_stops_at_its_depth_in_the_order_of_the_whole_list(
 def test_a_workspace_too_big_to_keep_ranks_the_same_and_is_not_kept(
     migrated_engine: Engine, embedder: embedding.Embedder
 ) -> None:
-    _insert(migrated_engine, MINE, BODIES)
+    insert_notes(migrated_engine, MINE, BODIES)
     indexer.drain(migrated_engine, embedder)
     kept = _nearest(migrated_engine, embedder, "hiring engineers")
     cache = vector_cache.for_engine(migrated_engine)
     assert cache.kept() == 1
     cache.max_bytes = 1
     try:
-        _insert(migrated_engine, THEIRS, [("Elsewhere", "a change: the kept vectors are stale")])
+        insert_notes(
+            migrated_engine, THEIRS, [("Elsewhere", "a change: the kept vectors are stale")]
+        )
         assert _nearest(migrated_engine, embedder, "hiring engineers") == kept
         assert cache.kept() == 0
     finally:
