@@ -29,7 +29,6 @@ import logging
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -37,6 +36,7 @@ from sqlalchemy import Connection, Engine, func, select
 
 from notes_server.store.engine import write_signal
 from notes_server.store.models import changes_table as changes
+from notes_server.store.per_object import OnePer
 
 log = logging.getLogger("notes_server.changes")
 
@@ -335,14 +335,9 @@ class ChangeFeed:
             self._low = following
 
 
-_FEEDS: weakref.WeakKeyDictionary[Engine, ChangeFeed] = weakref.WeakKeyDictionary()
-_FEEDS_LOCK = threading.Lock()
+_FEEDS: OnePer[Engine, ChangeFeed] = OnePer(ChangeFeed)
 
 
 def feed(engine: Engine) -> ChangeFeed:
     """The one change feed of `engine` in this process."""
-    with _FEEDS_LOCK:
-        found = _FEEDS.get(engine)
-        if found is None:
-            found = _FEEDS[engine] = ChangeFeed(engine)
-        return found
+    return _FEEDS(engine)

@@ -22,7 +22,6 @@ larger than that is read for its query and not kept.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from notes_server.store.models import changes_table as changes
 from notes_server.store.models import notes_table as notes
 from notes_server.store.models import passages_table as passages
 from notes_server.store.models import search_state_table as state
+from notes_server.store.per_object import OnePer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,17 +126,12 @@ class VectorCache:
             return len(self._scopes)
 
 
-_CACHES: weakref.WeakKeyDictionary[Engine, VectorCache] = weakref.WeakKeyDictionary()
-_CACHES_LOCK = threading.Lock()
+_CACHES: OnePer[Engine, VectorCache] = OnePer(lambda _engine: VectorCache())
 
 
 def for_engine(engine: Engine) -> VectorCache:
     """The cache of this engine's database in this process (gone with the engine)."""
-    with _CACHES_LOCK:
-        cache = _CACHES.get(engine)
-        if cache is None:
-            cache = _CACHES[engine] = VectorCache()
-        return cache
+    return _CACHES(engine)
 
 
 def scope(conn: Connection, workspace: str, model: str) -> ScopeVectors:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -28,6 +27,7 @@ from notes_server.errors import InvalidParams, UriError
 from notes_server.jsontext import dump_bytes
 from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import WorkspaceUri, parse_note_uri, parse_workspace_uri
+from notes_server.store.per_object import OnePer
 from notes_server.tools.scope import usable_workspaces, within_roots
 from notes_server.tools.services import Services
 
@@ -381,18 +381,13 @@ def resolve_note(
     return None
 
 
-_HUBS: weakref.WeakKeyDictionary[Services, SubscriptionHub] = weakref.WeakKeyDictionary()
-_HUBS_LOCK = threading.Lock()
+_HUBS: OnePer[Services, SubscriptionHub] = OnePer(SubscriptionHub)
 
 
 def hub_of(services: Services) -> SubscriptionHub:
     """The one hub of a server's services: the 2026-07-28 listens and the 2025-11-25 sessions'
     subscriptions share it (and its one change-feed listener)."""
-    with _HUBS_LOCK:
-        hub = _HUBS.get(services)
-        if hub is None:
-            hub = _HUBS[services] = SubscriptionHub(services)
-        return hub
+    return _HUBS(services)
 
 
 def _principal_key(listen: Listen) -> tuple[Any, ...]:
