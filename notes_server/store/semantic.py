@@ -104,9 +104,12 @@ def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
 def store(
     conn: Connection, model: str, work: Sequence[Work], vectors: Sequence[Any]
 ) -> tuple[int, int]:
-    """Write the embedded passages of each still-current note; (notes written, passages)."""
+    """Write the embedded passages of each still-current note; (notes written, passages).
+    The first note written bumps the index generation and every row written carries it
+    (store.vector_cache reads the rows above the generation it holds). On PostgreSQL the bump
+    locks the state row until commit, so generations commit in order."""
     written = count = 0
-    touched = False
+    generation: int | None = None
     for item, vecs in zip(work, vectors, strict=True):
         current = select(notes.c.version).where(notes.c.seq == item.seq)
         if conn.dialect.name == "postgresql":
@@ -120,8 +123,9 @@ def store(
             continue
         if version != item.version:
             continue  # changed since the claim: the trigger bumped the generation; next round
+        if generation is None:
+            generation = _next_generation(conn)
         conn.execute(delete(passages).where(passages.c.note_seq == item.seq))
-        touched = True
         if item.texts:
             conn.execute(
                 insert(passages),
@@ -133,6 +137,7 @@ def store(
                         "text": body,
                         "model": model,
                         "vector": vec.astype("<f4").tobytes(),
+                        "generation": generation,
                     }
                     for i, ((section, body), vec) in enumerate(zip(item.texts, vecs, strict=True))
                 ],
@@ -144,9 +149,17 @@ def store(
             conn.execute(
                 update(outbox).where(outbox.c.note_seq == item.seq).values(claimed_until=None)
             )
-    if touched:  # the in-memory vectors of every process learn of it (store.vector_cache)
-        conn.execute(update(state).where(state.c.id == 1).values(generation=state.c.generation + 1))
     return written, count
+
+
+def _next_generation(conn: Connection) -> int:
+    bumped = (
+        update(state)
+        .where(state.c.id == 1)
+        .values(generation=state.c.generation + 1)
+        .returning(state.c.generation)
+    )
+    return int(conn.execute(bumped).scalar_one())
 
 
 _REQUEUE = (
