@@ -71,18 +71,39 @@ def _free(now: datetime) -> Any:
     return (outbox.c.claimed_until.is_(None)) | (outbox.c.claimed_until < now)
 
 
-def claimable(conn: Connection, now: datetime) -> bool:
+def _free_rows(now: datetime, workspace: str | None) -> Any:
+    """The outbox rows free to claim (of one workspace's notes, when given)."""
+    rows = select(outbox.c.note_seq).where(_free(now))
+    if workspace is None:
+        return rows
+    return rows.join_from(outbox, notes, notes.c.seq == outbox.c.note_seq).where(
+        notes.c.workspace == workspace
+    )
+
+
+def claimable(conn: Connection, now: datetime, workspace: str | None = None) -> bool:
     """Whether any outbox row is free to claim: a read, so that an indexer woken by a write
     that queued nothing takes no write lock."""
-    found = conn.execute(select(outbox.c.note_seq).where(_free(now)).limit(1)).first()
+    found = conn.execute(_free_rows(now, workspace).limit(1)).first()
     return found is not None
 
 
-def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
-    """Claim up to `batch` outbox rows (free, or whose claim expired) and read their notes."""
-    pick = select(outbox.c.note_seq).where(_free(now)).order_by(outbox.c.note_seq).limit(batch)
+def pending(conn: Connection, workspace: str) -> int:
+    """How many of the workspace's notes wait in the outbox (claimed or not)."""
+    waiting = (
+        select(func.count())
+        .select_from(outbox.join(notes, notes.c.seq == outbox.c.note_seq))
+        .where(notes.c.workspace == workspace)
+    )
+    return int(conn.execute(waiting).scalar_one())
+
+
+def claim(conn: Connection, now: datetime, batch: int, workspace: str | None = None) -> list[Work]:
+    """Claim up to `batch` outbox rows (free, or whose claim expired; of one workspace's notes,
+    when given) and read their notes."""
+    pick = _free_rows(now, workspace).order_by(outbox.c.note_seq).limit(batch)
     if conn.dialect.name == "postgresql":
-        pick = pick.with_for_update(skip_locked=True)
+        pick = pick.with_for_update(skip_locked=True, of=outbox)  # not the joined notes
     seqs = [r[0] for r in conn.execute(pick)]
     if not seqs:
         return []
