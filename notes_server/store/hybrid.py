@@ -8,9 +8,7 @@ alone (keyword.RankedSearch, semantic.semantic_ranked)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
@@ -34,8 +32,6 @@ TITLE_CHECK = 200
 # Each list is fused from its best DEPTH notes (the depth the retrieval eval measured, both
 # lists cut there): a note ranked lower in both adds under 2/(RRF_K + DEPTH) to a fused score.
 DEPTH = max(semantic.DEPTH, TITLE_CHECK)
-# Scoring threads: one per core of the 2-core machine; a query waits for its own scoring only.
-SCORER_THREADS = 2
 
 
 class FusedHit(NamedTuple):
@@ -120,18 +116,6 @@ def _titles(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, str]
     return {int(r[0]): str(r[2]) for r in rows if r[1] == workspace}
 
 
-_SCORER: list[ThreadPoolExecutor] = []
-_SCORER_LOCK = threading.Lock()
-
-
-def _scorer() -> ThreadPoolExecutor:
-    """The process's threads for semantic scoring, made on the first hybrid search."""
-    with _SCORER_LOCK:
-        if not _SCORER:
-            _SCORER.append(ThreadPoolExecutor(SCORER_THREADS, thread_name_prefix="semantic"))
-        return _SCORER[0]
-
-
 def search(
     conn: Connection,
     workspace: str,
@@ -147,10 +131,6 @@ def search(
     parsed = parse(query)
     store = keyword.store(conn)
     carrying = keyword.tagged_seqs(conn, workspace, include_archived, tags) if tags else None
-    # The query's vector and its similarity to the scope's passages are numpy work that needs
-    # no connection: it runs on another core while this connection ranks the keyword list.
-    scope = semantic.scope_of(conn, workspace, embedder.model)
-    scoring = _scorer().submit(lambda: semantic.score(scope, embedder.embed([query])[0]))
     ranked: list[Any] = []
     if mode == "hybrid" and parsed is not None and isinstance(store, keyword.RankedSearch):
         ranked = store.ranked(
@@ -161,8 +141,14 @@ def search(
             keep=DEPTH,
             allowed=carrying,
         )
-    nearest = semantic.ranked_hits(
-        conn, workspace, scoring.result(), include_archived=include_archived, allowed=carrying
+    vector = embedder.embed([query])[0]
+    nearest = semantic.semantic_ranked(
+        conn,
+        workspace,
+        vector,
+        embedder.model,
+        include_archived=include_archived,
+        allowed=carrying,
     )
     fused: list[tuple[int, float, tuple[str, ...]]]
     if mode == "semantic":

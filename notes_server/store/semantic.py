@@ -30,7 +30,6 @@ from notes_server.store.models import outbox_table as outbox
 from notes_server.store.models import passages_table as passages
 from notes_server.store.models import search_state_table as state
 from notes_server.store.search_rank import passages as split_passages
-from notes_server.store.vector_cache import ScopeVectors
 from notes_server.store.vector_cache import scope as cached_scope
 
 CLAIM_SECONDS = 120
@@ -300,33 +299,6 @@ def _candidates(note_seqs: Any, best: Any, want: int) -> Iterator[Any]:
         yield _ordered(note_seqs, best, above)
 
 
-class Scored(NamedTuple):
-    """A query vector's similarity to every passage of a kept scope, and each note's best."""
-
-    scope: ScopeVectors
-    sims: Any  # per passage row
-    best: Any  # per note of scope.note_seqs, rounded
-
-
-def scope_of(conn: Connection, workspace: str, model: str) -> ScopeVectors:
-    """The workspace's vectors as of the caller's transaction (store.vector_cache)."""
-    return cached_scope(conn, workspace, model)
-
-
-def score(scope: ScopeVectors, vector: Any) -> Scored:
-    """The cosine of `vector` to every passage of `scope`, and each note's best passage. No
-    database: numpy only (it lets the GIL go), so a caller may run it in another thread while
-    its connection ranks the keyword list (store.hybrid)."""
-    import numpy as np
-
-    if not len(scope.ids):
-        return Scored(scope, np.zeros(0, dtype=np.float32), np.zeros(0))
-    sims = scope.matrix @ np.asarray(vector, dtype=np.float32)
-    # Rounded after the maximum (rounding keeps order): one pass over the passages.
-    best = np.round(np.maximum.reduceat(sims, scope.starts).astype(np.float64), 6)
-    return Scored(scope, sims, best)
-
-
 def semantic_ranked(
     conn: Connection,
     workspace: str,
@@ -339,30 +311,17 @@ def semantic_ranked(
 ) -> list[SemanticHit]:
     """The scope's notes by their best passage's cosine to `vector`, best first (ties: seq;
     within a note, its first best passage), those at or above MIN_SIMILARITY, at most `depth`;
-    with `allowed`, only those seqs."""
-    scored = score(scope_of(conn, workspace, model), vector)
-    return ranked_hits(
-        conn, workspace, scored, include_archived=include_archived, depth=depth, allowed=allowed
-    )
-
-
-def ranked_hits(
-    conn: Connection,
-    workspace: str,
-    scored: Scored,
-    *,
-    include_archived: bool,
-    depth: int = DEPTH,
-    allowed: set[int] | None = None,
-) -> list[SemanticHit]:
-    """The hits of `scored` (see semantic_ranked). Vectors come from the process's cache;
-    every candidate is checked against the notes table here, in the caller's transaction,
-    before it is ranked."""
+    with `allowed`, only those seqs.
+    Vectors come from the process's cache (store.vector_cache); every candidate is checked
+    against the notes table here, in the caller's transaction, before it is ranked."""
     import numpy as np
 
-    scope, sims, best = scored
+    scope = cached_scope(conn, workspace, model)
     if not len(scope.ids):
         return []
+    sims = scope.matrix @ np.asarray(vector, dtype=np.float32)
+    # Rounded after the maximum (rounding keeps order): one pass over the passages.
+    best = np.round(np.maximum.reduceat(sims, scope.starts).astype(np.float64), 6)
     hits: list[SemanticHit] = []
     for batch in _candidates(scope.note_seqs, best, depth):
         for chunk in range(0, len(batch), depth):
