@@ -470,6 +470,8 @@ tasks_table = Table(
     Column("created_at", TZ, nullable=False),
     Column("updated_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
+    # When the process running it last said it was alive (migration 0022; NULL: updated_at).
+    Column("alive_at", TZ, nullable=True),
     Index("ix_tasks_expires", "expires_at"),
 )
 
