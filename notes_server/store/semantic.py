@@ -30,6 +30,7 @@ from notes_server.store.models import outbox_table as outbox
 from notes_server.store.models import passages_table as passages
 from notes_server.store.models import search_state_table as state
 from notes_server.store.search_rank import passages as split_passages
+from notes_server.store.vector_cache import ScopeVectors
 from notes_server.store.vector_cache import scope as cached_scope
 
 CLAIM_SECONDS = 120
@@ -329,17 +330,29 @@ def semantic_ranked(
             in_scope = _in_scope(
                 conn, workspace, [int(scope.note_seqs[i]) for i in part], include_archived
             )
-            for i in part:
+            rows = _best_rows(scope, sims, part)
+            for i, row in zip(part.tolist(), rows.tolist(), strict=True):
                 seq = int(scope.note_seqs[i])
                 if seq not in in_scope or (allowed is not None and seq not in allowed):
                     continue
-                start, end = scope.rows_of(int(i))
-                # The note's first passage at its best (rounded) similarity.
-                row = start + int(np.argmax(np.round(sims[start:end].astype(np.float64), 6)))
                 hits.append(SemanticHit(seq, float(best[i]), int(scope.ids[row])))
                 if len(hits) == depth:
                     return hits
     return hits
+
+
+def _best_rows(scope: ScopeVectors, sims: Any, notes_at: Any) -> Any:
+    """Each note's first passage row at its best (rounded) similarity, for the notes at these
+    indexes: a note of one passage (most) is its start, without a per-note argmax."""
+    import numpy as np
+
+    starts = scope.starts[notes_at]
+    ends = np.append(scope.starts, len(scope.ids))[notes_at + 1]
+    rows = starts.copy()
+    for k in np.flatnonzero(ends - starts > 1).tolist():
+        span = sims[starts[k] : ends[k]].astype(np.float64)
+        rows[k] = starts[k] + int(np.argmax(np.round(span, 6)))
+    return rows
 
 
 _SCOPE_OF = select(notes.c.seq, notes.c.workspace, notes.c.archived).where(

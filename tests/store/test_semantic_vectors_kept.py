@@ -271,3 +271,20 @@ def test_the_kept_vectors_stay_equal_to_a_whole_read_through_any_mix_of_changes(
         existing = {int(x) for x in whole.note_seqs}
         assert _rows_by_note(kept, existing) == _rows_by_note(whole, existing), (step, action)
     assert cache.whole_reads < 10
+
+
+def test_a_note_of_several_passages_is_found_by_its_best_passage_not_its_first(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    body = (
+        "# Garden\n\ntomatoes, basil and the watering schedule for the summer\n\n"
+        "# Baking\n\napple pie with cinnamon, baked for forty minutes\n\n"
+        "# Work\n\nthe hiring plan for next quarter, two engineers"
+    )
+    (note,) = insert_notes(migrated_engine, MINE, [("Mixed", body)])
+    indexer.drain(migrated_engine, embedder)
+
+    for query, word in [("apple pie cinnamon", "cinnamon"), ("hiring engineers", "hiring")]:
+        (hit,) = _nearest(migrated_engine, embedder, query)
+        assert hit[0] == note
+        assert word in hit[2] and "tomatoes" not in hit[2]
