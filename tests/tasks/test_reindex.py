@@ -17,18 +17,10 @@ from notes_server.store import embedding, indexer
 from notes_server.store.engine import read_tx
 from notes_server.store.models import outbox_table
 from tests.store.seed import insert_notes
-from tests.tasks.conftest import NOTES, WAIT_S, Rpc
+from tests.tasks.conftest import NOTES, WAIT_S, Rpc, body
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
 THEIRS = "file:///home/bob/notes"
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-
-def body(reply: dict[str, Any]) -> dict[str, Any]:
-    assert "error" not in reply, reply
-    result: dict[str, Any] = dict(reply["result"])
-    assert SERVER_INFO in result.pop("_meta")
-    return result
 
 
 def reindex(rpc: Rpc, workspace: str = NOTES, **kw: Any) -> dict[str, Any]:

@@ -17,20 +17,12 @@ from notes_server.features.extension import Extension
 from notes_server.features.tasks.runner import ORPHAN_AFTER, TaskRunner
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.services import Services
-from tests.tasks.conftest import WAIT_S, Clock, Rpc, rpc_on, with_runner
+from tests.tasks.conftest import WAIT_S, Clock, Rpc, body, rpc_on, with_runner
 
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 ORPHANED = (
     "The server process running this task stopped before the task ended; what it committed "
     "before then stays committed"
 )
-
-
-def body(reply: dict[str, Any]) -> dict[str, Any]:
-    assert "error" not in reply, reply
-    result: dict[str, Any] = dict(reply["result"])
-    assert SERVER_INFO in result.pop("_meta")
-    return result
 
 
 class Waits(Tool):
