@@ -22,7 +22,9 @@ last whole read pass a quarter of the workspace (which bounds the rows of delete
 
 Both labels are read in the caller's read transaction before the rows, so a cache is never
 labelled newer than what it holds. On PostgreSQL a lower sequence can commit after a higher one
-was read (store.changes), so the log is read again LOG_SLACK sequences below the one held.
+was read (store.changes): the token also counts the log's rows of the last LOG_SLACK sequences
+(so such a commit changes it), and the log is read again LOG_SLACK sequences below the one
+held.
 
 Bounded: MAX_BYTES of vectors in all, least recently used workspaces dropped first; a workspace
 larger than that is read for its query and not kept.
@@ -62,6 +64,9 @@ STALE_SLACK = 100
 class Token(NamedTuple):
     changes: int  # the change log's latest sequence
     generation: int  # the semantic index's generation
+    # PostgreSQL: how many log rows hold the last LOG_SLACK sequences, so that a lower
+    # sequence committing after a higher one was read still changes the token (SQLite: 0).
+    recent: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,17 @@ class ScopeVectors:
 def _token(conn: Connection) -> Token:
     latest = select(func.max(changes.c.seq)).scalar_subquery()
     generation = select(state.c.generation).where(state.c.id == 1).scalar_subquery()
-    row = conn.execute(select(latest, generation)).one()
-    return Token(int(row[0] or 0), int(row[1] or 0))
+    if conn.dialect.name != "postgresql":
+        pair = conn.execute(select(latest, generation)).one()
+        return Token(int(pair[0] or 0), int(pair[1] or 0))
+    recent = (
+        select(func.count())
+        .select_from(changes)
+        .where(changes.c.seq > func.coalesce(latest, 0) - LOG_SLACK)
+        .scalar_subquery()
+    )
+    row = conn.execute(select(latest, generation, recent)).one()
+    return Token(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
 
 
 def _scope_rows(
@@ -154,7 +168,7 @@ def _changed_notes(conn: Connection, workspace: str, held: Token, token: Token) 
         if len(rewritten) > REFRESH_ROWS:
             return None
         changed.update(int(r[0]) for r in rewritten)
-    if token.changes != held.changes:
+    if (token.changes, token.recent) != (held.changes, held.recent):
         since = held.changes - (LOG_SLACK if conn.dialect.name == "postgresql" else 0)
         oldest = conn.execute(select(func.min(changes.c.seq))).scalar()
         if oldest is None or oldest > held.changes + 1:

@@ -6,6 +6,7 @@ extra (skipped without it)."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import Engine
 
 from notes_server.store import embedding, indexer, notes, search, semantic, vector_cache
 from notes_server.store.engine import make_engine, read_tx, write_tx
+from tests import pg_support
 from tests.store.seed import insert_notes
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
@@ -288,3 +290,29 @@ def test_a_note_of_several_passages_is_found_by_its_best_passage_not_its_first(
         (hit,) = _nearest(migrated_engine, embedder, query)
         assert hit[0] == note
         assert word in hit[2] and "tomatoes" not in hit[2]
+
+
+@pytest.mark.skipif(
+    not pg_support.on_postgresql(), reason="SQLite commits one writer at a time, in order"
+)
+def test_a_move_committing_after_a_later_change_was_read_still_reaches_the_kept_vectors(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    """PostgreSQL: the move takes its change-log sequence first, an unrelated update takes the
+    next one and commits, a search keeps the vectors labelled with that later sequence, and
+    only then does the move commit."""
+    ids = insert_notes(migrated_engine, MINE, BODIES)
+    (sailing,) = insert_notes(
+        migrated_engine, THEIRS, [("Sailing", "the boat stays in the harbour in winter")]
+    )
+    indexer.drain(migrated_engine, embedder)
+    _nearest(migrated_engine, embedder, "boat harbour")
+
+    with contextlib.ExitStack() as late:
+        conn = late.enter_context(write_tx(migrated_engine))
+        note = notes.get_note(conn, THEIRS, sailing)
+        assert note is not None
+        assert notes.update_fields(conn, note, now=NOW, workspace=MINE) is not None
+        _change(migrated_engine, ids[0], archived=True)  # a higher sequence, committed first
+        assert sailing not in [h[0] for h in _nearest(migrated_engine, embedder, "boat harbour")]
+    assert _nearest(migrated_engine, embedder, "boat harbour")[0][0] == sailing
