@@ -89,8 +89,9 @@ def builtin_extensions(
 ) -> list[Extension]:
     """What a server built from settings serves: notes, folders (`notes_import`), MCP Apps,
     tasks (long calls as `io.modelcontextprotocol/tasks` tasks), change subscriptions
-    (`subscriptions/listen`), then (with `page_base`, the approval page's origin) `notes_purge`
-    and its approval page, then each tools module."""
+    (`subscriptions/listen`), `notes_reindex` where the semantic index is, then (with
+    `page_base`, the approval page's origin) `notes_purge` and its approval page, then each
+    tools module."""
     served = [
         notes_extension(services),
         folders_extension(services),
@@ -98,6 +99,10 @@ def builtin_extensions(
         tasks_extension(services),
         subscriptions_extension(services),
     ]
+    if services.semantic_available():
+        from notes_server.features.reindex.extension import reindex_extension
+
+        served.append(reindex_extension(services))
     if page_base is not None:
         from notes_server.features.purge.extension import purge_extension
 

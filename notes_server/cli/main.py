@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,13 @@ from notes_server.config import Settings, SettingsError, build_settings
 
 if TYPE_CHECKING:
     pass
+
+# Semantic ranking's one matrix product per query runs on one BLAS thread in this command's
+# processes (HTTP workers inherit it) unless the operator says otherwise: a thread per core
+# contends with the other requests and the client. 100k x 64 float32 on the loaded 2-core
+# machine: p50 1.3-1.7 ms, p90 5.3-6.0 ms on one thread against p50 0.6-12 ms, p90 13.6-25.5 ms
+# on two (scripts/bench_lib/history.md (30)). Set before numpy loads (it loads lazily).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 DB_HELP = "Database URL (default: $NOTES_SERVER_DB, else the embedded SQLite file)."
 

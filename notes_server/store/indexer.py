@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -20,14 +20,23 @@ log = logging.getLogger("notes_server.indexer")
 BATCH = 32
 
 
-def run_once(engine: Engine, embedder: Any, batch: int = BATCH) -> tuple[int, int]:
-    """Claim, embed and store one batch: (notes claimed, passages written). A read looks
-    first: with nothing to claim, no write transaction is taken (nor a write signalled)."""
+class Stop(Protocol):
+    """What says to stop between batches (a threading.Event, a task's control)."""
+
+    def is_set(self) -> bool: ...
+
+
+def run_once(
+    engine: Engine, embedder: Any, batch: int = BATCH, workspace: str | None = None
+) -> tuple[int, int]:
+    """Claim, embed and store one batch (of one workspace's notes, when given): (notes
+    claimed, passages written). A read looks first: with nothing to claim, no write
+    transaction is taken (nor a write signalled)."""
     with read_tx(engine) as conn:
-        if not semantic.claimable(conn, datetime.now(UTC)):
+        if not semantic.claimable(conn, datetime.now(UTC), workspace):
             return 0, 0
     with write_tx(engine) as conn:
-        work = semantic.claim(conn, datetime.now(UTC), batch)
+        work = semantic.claim(conn, datetime.now(UTC), batch, workspace)
     if not work:
         return 0, 0
     vectors = []
@@ -46,12 +55,14 @@ def drain(
     engine: Engine,
     embedder: Any,
     progress: Callable[[int, int], None] | None = None,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
+    workspace: str | None = None,
 ) -> int:
-    """Run batches until the outbox has nothing claimable; returns passages written."""
+    """Run batches until the outbox has nothing claimable (of the workspace's notes, when
+    given) or `stop` is set; returns passages written."""
     total = 0
     while stop is None or not stop.is_set():
-        claimed, passages = run_once(engine, embedder)
+        claimed, passages = run_once(engine, embedder, workspace=workspace)
         if not claimed:
             break
         total += passages

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from notes_server.store.types import UTCDateTime
@@ -418,7 +419,11 @@ passages_table = Table(
     Column("model", String(200), nullable=False),
     # float32 little-endian, unit length.
     Column("vector", LargeBinary, nullable=False),
+    # The index generation (search_state) of the write that made the row (migration 0021): what
+    # a process's kept vectors read again after the generation moved.
+    Column("generation", BigInteger, nullable=False, server_default=text("0")),
     Index("ix_search_passages_note", "note_seq"),
+    Index("ix_search_passages_generation", "generation"),
 )
 
 # The outbox of the semantic index: a row per note whose passages are to be (re)embedded,
@@ -465,6 +470,8 @@ tasks_table = Table(
     Column("created_at", TZ, nullable=False),
     Column("updated_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
+    # When the process running it last said it was alive (migration 0022; NULL: updated_at).
+    Column("alive_at", TZ, nullable=True),
     Index("ix_tasks_expires", "expires_at"),
 )
 

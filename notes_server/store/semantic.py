@@ -30,6 +30,7 @@ from notes_server.store.models import outbox_table as outbox
 from notes_server.store.models import passages_table as passages
 from notes_server.store.models import search_state_table as state
 from notes_server.store.search_rank import passages as split_passages
+from notes_server.store.vector_cache import ScopeVectors
 from notes_server.store.vector_cache import scope as cached_scope
 
 CLAIM_SECONDS = 120
@@ -70,18 +71,39 @@ def _free(now: datetime) -> Any:
     return (outbox.c.claimed_until.is_(None)) | (outbox.c.claimed_until < now)
 
 
-def claimable(conn: Connection, now: datetime) -> bool:
+def _free_rows(now: datetime, workspace: str | None) -> Any:
+    """The outbox rows free to claim (of one workspace's notes, when given)."""
+    rows = select(outbox.c.note_seq).where(_free(now))
+    if workspace is None:
+        return rows
+    return rows.join_from(outbox, notes, notes.c.seq == outbox.c.note_seq).where(
+        notes.c.workspace == workspace
+    )
+
+
+def claimable(conn: Connection, now: datetime, workspace: str | None = None) -> bool:
     """Whether any outbox row is free to claim: a read, so that an indexer woken by a write
     that queued nothing takes no write lock."""
-    found = conn.execute(select(outbox.c.note_seq).where(_free(now)).limit(1)).first()
+    found = conn.execute(_free_rows(now, workspace).limit(1)).first()
     return found is not None
 
 
-def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
-    """Claim up to `batch` outbox rows (free, or whose claim expired) and read their notes."""
-    pick = select(outbox.c.note_seq).where(_free(now)).order_by(outbox.c.note_seq).limit(batch)
+def pending(conn: Connection, workspace: str) -> int:
+    """How many of the workspace's notes wait in the outbox (claimed or not)."""
+    waiting = (
+        select(func.count())
+        .select_from(outbox.join(notes, notes.c.seq == outbox.c.note_seq))
+        .where(notes.c.workspace == workspace)
+    )
+    return int(conn.execute(waiting).scalar_one())
+
+
+def claim(conn: Connection, now: datetime, batch: int, workspace: str | None = None) -> list[Work]:
+    """Claim up to `batch` outbox rows (free, or whose claim expired; of one workspace's notes,
+    when given) and read their notes."""
+    pick = _free_rows(now, workspace).order_by(outbox.c.note_seq).limit(batch)
     if conn.dialect.name == "postgresql":
-        pick = pick.with_for_update(skip_locked=True)
+        pick = pick.with_for_update(skip_locked=True, of=outbox)  # not the joined notes
     seqs = [r[0] for r in conn.execute(pick)]
     if not seqs:
         return []
@@ -104,9 +126,12 @@ def claim(conn: Connection, now: datetime, batch: int) -> list[Work]:
 def store(
     conn: Connection, model: str, work: Sequence[Work], vectors: Sequence[Any]
 ) -> tuple[int, int]:
-    """Write the embedded passages of each still-current note; (notes written, passages)."""
+    """Write the embedded passages of each still-current note; (notes written, passages).
+    The first note written bumps the index generation and every row written carries it
+    (store.vector_cache reads the rows above the generation it holds). On PostgreSQL the bump
+    locks the state row until commit, so generations commit in order."""
     written = count = 0
-    touched = False
+    generation: int | None = None
     for item, vecs in zip(work, vectors, strict=True):
         current = select(notes.c.version).where(notes.c.seq == item.seq)
         if conn.dialect.name == "postgresql":
@@ -120,8 +145,9 @@ def store(
             continue
         if version != item.version:
             continue  # changed since the claim: the trigger bumped the generation; next round
+        if generation is None:
+            generation = _next_generation(conn)
         conn.execute(delete(passages).where(passages.c.note_seq == item.seq))
-        touched = True
         if item.texts:
             conn.execute(
                 insert(passages),
@@ -133,6 +159,7 @@ def store(
                         "text": body,
                         "model": model,
                         "vector": vec.astype("<f4").tobytes(),
+                        "generation": generation,
                     }
                     for i, ((section, body), vec) in enumerate(zip(item.texts, vecs, strict=True))
                 ],
@@ -144,9 +171,17 @@ def store(
             conn.execute(
                 update(outbox).where(outbox.c.note_seq == item.seq).values(claimed_until=None)
             )
-    if touched:  # the in-memory vectors of every process learn of it (store.vector_cache)
-        conn.execute(update(state).where(state.c.id == 1).values(generation=state.c.generation + 1))
     return written, count
+
+
+def _next_generation(conn: Connection) -> int:
+    bumped = (
+        update(state)
+        .where(state.c.id == 1)
+        .values(generation=state.c.generation + 1)
+        .returning(state.c.generation)
+    )
+    return int(conn.execute(bumped).scalar_one())
 
 
 _REQUEUE = (
@@ -295,17 +330,29 @@ def semantic_ranked(
             in_scope = _in_scope(
                 conn, workspace, [int(scope.note_seqs[i]) for i in part], include_archived
             )
-            for i in part:
+            rows = _best_rows(scope, sims, part)
+            for i, row in zip(part.tolist(), rows.tolist(), strict=True):
                 seq = int(scope.note_seqs[i])
                 if seq not in in_scope or (allowed is not None and seq not in allowed):
                     continue
-                start, end = scope.rows_of(int(i))
-                # The note's first passage at its best (rounded) similarity.
-                row = start + int(np.argmax(np.round(sims[start:end].astype(np.float64), 6)))
                 hits.append(SemanticHit(seq, float(best[i]), int(scope.ids[row])))
                 if len(hits) == depth:
                     return hits
     return hits
+
+
+def _best_rows(scope: ScopeVectors, sims: Any, notes_at: Any) -> Any:
+    """Each note's first passage row at its best (rounded) similarity, for the notes at these
+    indexes: a note of one passage (most) is its start, without a per-note argmax."""
+    import numpy as np
+
+    starts = scope.starts[notes_at]
+    ends = np.append(scope.starts, len(scope.ids))[notes_at + 1]
+    rows = starts.copy()
+    for k in np.flatnonzero(ends - starts > 1).tolist():
+        span = sims[starts[k] : ends[k]].astype(np.float64)
+        rows[k] = starts[k] + int(np.argmax(np.round(span, 6)))
+    return rows
 
 
 _SCOPE_OF = select(notes.c.seq, notes.c.workspace, notes.c.archived).where(

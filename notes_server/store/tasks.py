@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Engine, delete, func, insert, select, update
 
 from notes_server.jsontext import dump_text
 from notes_server.store.engine import read_tx, retrying, write_tx
@@ -52,6 +52,13 @@ class TaskRecord:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime
+    # When its process last said it was alive (SqlTasks.beat); None on rows older than that.
+    alive_at: datetime | None = None
+
+    @property
+    def heard_at(self) -> datetime:
+        """The last sign of life of the process running it."""
+        return self.updated_at if self.alive_at is None else max(self.alive_at, self.updated_at)
 
 
 _COLUMNS = (
@@ -68,6 +75,7 @@ _COLUMNS = (
     tasks.c.created_at,
     tasks.c.updated_at,
     tasks.c.expires_at,
+    tasks.c.alive_at,
 )
 
 
@@ -86,6 +94,7 @@ def _record(row: Any) -> TaskRecord:
         row.created_at,
         row.updated_at,
         row.expires_at,
+        row.alive_at,
     )
 
 
@@ -120,6 +129,7 @@ class SqlTasks:
             "created_at": now,
             "updated_at": now,
             "expires_at": expires,
+            "alive_at": now,
         }
 
         def body() -> None:
@@ -129,7 +139,7 @@ class SqlTasks:
         retrying(body)
         return TaskRecord(
             task_id, principal, tool, WORKING, message, None, None, None, None, False,
-            now, now, expires,
+            now, now, expires, now,
         )  # fmt: skip
 
     def get(self, principal: str, task_id: str) -> TaskRecord | None:
@@ -168,6 +178,51 @@ class SqlTasks:
             result_json=None if result is None else dump_text(result),
             error_json=None if error is None else dump_text(error),
         )
+
+    def beat(self, task_ids: Collection[str]) -> int:
+        """Say that these tasks' process is alive (those still running); how many."""
+        if not task_ids:
+            return 0
+
+        def body() -> int:
+            with write_tx(self.engine) as conn:
+                done = conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id.in_(list(task_ids)), tasks.c.status.in_(RUNNING))
+                    .values(alive_at=self.clock())
+                )
+                return int(done.rowcount)
+
+        return retrying(body)
+
+    def end_if_silent(
+        self, task_id: str, silent_since: datetime, message: str, error: dict[str, Any]
+    ) -> bool:
+        """Fail a running task whose process has not said it was alive since `silent_since`
+        (nor progressed); False when it has, or has ended. One conditional update, so two
+        instances deciding at once fail it once, and a late beat wins over a stale read."""
+        heard = func.coalesce(tasks.c.alive_at, tasks.c.updated_at)
+
+        def body() -> bool:
+            with write_tx(self.engine) as conn:
+                done = conn.execute(
+                    update(tasks)
+                    .where(
+                        tasks.c.id == task_id,
+                        tasks.c.status.in_(RUNNING),
+                        heard < silent_since,
+                        tasks.c.updated_at < silent_since,
+                    )
+                    .values(
+                        status=FAILED,
+                        status_message=message,
+                        error_json=dump_text(error),
+                        updated_at=self.clock(),
+                    )
+                )
+                return bool(done.rowcount)
+
+        return retrying(body)
 
     def request_cancel(self, principal: str, task_id: str) -> bool:
         """Set the cancellation flag of the principal's live task; False when there is no such

@@ -113,12 +113,19 @@ def test_an_extension_without_a_meta_hook_keeps_the_shared_public_list(
 
 
 def test_the_default_server_serves_the_notes_then_the_folders_then_the_apps_tools(
-    call: Call,
+    call: Call, services: Services
 ) -> None:
     result = call("tools/list", caps=CAPABLE)["result"]
 
     names = [tool["name"] for tool in result["tools"]]
-    assert names == [cls.name for cls in SHIPPED] + ["notes_import", "notes_timeline", "notes_open"]
+    # notes_reindex only where the semantic index is (the extra installed and not turned off).
+    reindex = ["notes_reindex"] if services.semantic_available() else []
+    assert names == [cls.name for cls in SHIPPED] + [
+        "notes_import",
+        "notes_timeline",
+        "notes_open",
+        *reindex,
+    ]
     assert result["cacheScope"] == "private"  # the Apps extension's `_meta` follows capabilities
     assert all("_meta" not in tool for tool in result["tools"])  # the demo id is not Apps
     assert call("server/discover")["result"]["capabilities"] == {

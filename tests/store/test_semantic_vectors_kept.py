@@ -6,6 +6,7 @@ extra (skipped without it)."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import Engine
 
 from notes_server.store import embedding, indexer, notes, search, semantic, vector_cache
 from notes_server.store.engine import make_engine, read_tx, write_tx
+from tests import pg_support
 from tests.store.seed import insert_notes
 
 pytestmark = pytest.mark.skipif(not embedding.installed(), reason="needs the semantic extra")
@@ -162,3 +164,155 @@ def test_a_workspace_too_big_to_keep_ranks_the_same_and_is_not_kept(
         assert cache.kept() == 0
     finally:
         cache.max_bytes = vector_cache.MAX_BYTES
+
+
+def test_a_note_moved_in_after_the_vectors_were_kept_ranks_in_its_new_workspace(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    insert_notes(migrated_engine, MINE, BODIES)
+    (sailing,) = insert_notes(
+        migrated_engine, THEIRS, [("Sailing", "the boat stays in the harbour in winter")]
+    )
+    indexer.drain(migrated_engine, embedder)
+    assert sailing not in [h[0] for h in _nearest(migrated_engine, embedder, "boat harbour")]
+
+    with write_tx(migrated_engine) as conn:
+        note = notes.get_note(conn, THEIRS, sailing)
+        assert note is not None
+        assert notes.update_fields(conn, note, now=NOW, workspace=MINE) is not None
+
+    # No passage was written (a move is not re-embedded): the change log brings it in.
+    assert _nearest(migrated_engine, embedder, "boat harbour")[0][0] == sailing
+
+
+def test_after_a_few_changes_only_the_changed_notes_are_read_again(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    bodies = [(f"Topic {i}", f"filler note number {i} about nothing much") for i in range(40)]
+    ids = insert_notes(migrated_engine, MINE, bodies + BODIES)
+    indexer.drain(migrated_engine, embedder)
+    cache = vector_cache.for_engine(migrated_engine)
+    _nearest(migrated_engine, embedder, "watering tomatoes")
+    reads = cache.whole_reads
+
+    _change(migrated_engine, ids[-1], body="quarterly budget spreadsheet for the finance team")
+    indexer.drain(migrated_engine, embedder)
+    insert_notes(migrated_engine, MINE, [("Sailing", "the boat stays in the harbour in winter")])
+    indexer.drain(migrated_engine, embedder)
+    _change(migrated_engine, ids[0], archived=True)
+
+    assert _nearest(migrated_engine, embedder, "budget spreadsheet finance")[0][0] == ids[-1]
+    assert "Sailing" in _titles(migrated_engine, embedder, "boat harbour")
+    assert ids[0] not in [h[0] for h in _nearest(migrated_engine, embedder, "filler note 0")]
+    assert cache.whole_reads == reads
+
+
+def _titles(engine: Engine, embedder: embedding.Embedder, query: str) -> list[str]:
+    vector = embedder.embed([query])[0]
+    with read_tx(engine) as conn:
+        hits = semantic.semantic_ranked(conn, MINE, vector, embedder.model, include_archived=False)
+        found = search.notes_by_seq(conn, MINE, [h.seq for h in hits])
+    return [found[h.seq].title for h in hits]
+
+
+def _rows_by_note(scope: vector_cache.ScopeVectors, existing: set[int]) -> dict[int, object]:
+    """Each existing note's (passage ids, vector bytes) as the scope holds them."""
+    held: dict[int, object] = {}
+    for index, seq in enumerate(scope.note_seqs):
+        if int(seq) in existing:
+            start, end = scope.rows_of(index)
+            held[int(seq)] = (scope.ids[start:end].tolist(), scope.matrix[start:end].tobytes())
+    return held
+
+
+def test_the_kept_vectors_stay_equal_to_a_whole_read_through_any_mix_of_changes(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    import random
+
+    rng = random.Random(23)
+    words = ["budget", "harbour", "tomatoes", "hiring", "cinnamon", "winter", "design", "engine"]
+    mine = insert_notes(
+        migrated_engine, MINE, [(f"N{i}", f"{words[i % 8]} note") for i in range(12)]
+    )
+    theirs = insert_notes(
+        migrated_engine, THEIRS, [(f"T{i}", f"{words[i]} there") for i in range(4)]
+    )
+    indexer.drain(migrated_engine, embedder)
+    cache = vector_cache.for_engine(migrated_engine)
+    live = {note_id: MINE for note_id in mine} | {note_id: THEIRS for note_id in theirs}
+
+    for step in range(60):
+        note_id = rng.choice(sorted(live))
+        where = live[note_id]
+        action = rng.choice(["body", "move", "archive", "restore", "delete", "create"])
+        with write_tx(migrated_engine) as conn:
+            note = notes.get_note(conn, where, note_id)
+            assert note is not None
+            if action == "body":
+                text = " ".join(rng.sample(words, 3))
+                notes.update_fields(conn, note, now=NOW, body=f"{text} {step}")
+            elif action == "move":
+                live[note_id] = THEIRS if where == MINE else MINE
+                notes.update_fields(conn, note, now=NOW, workspace=live[note_id])
+            elif action in ("archive", "restore"):
+                notes.update_fields(conn, note, now=NOW, archived=action == "archive")
+            elif action == "delete":
+                assert notes.delete_note(conn, note)
+                del live[note_id]
+        if action == "create" or len(live) < 4:
+            (new,) = insert_notes(migrated_engine, MINE, [(f"New {step}", rng.choice(words))])
+            live[new] = MINE
+        if rng.random() < 0.5:
+            indexer.drain(migrated_engine, embedder)
+        with read_tx(migrated_engine) as conn:
+            kept = cache.scope(conn, MINE, embedder.model)
+            whole = vector_cache.VectorCache().scope(conn, MINE, embedder.model)
+        # Every note in the workspace now (archived too); what the kept scope holds beyond
+        # them (a deleted or moved-out note's rows) ranks nothing: the notes table is checked.
+        existing = {int(x) for x in whole.note_seqs}
+        assert _rows_by_note(kept, existing) == _rows_by_note(whole, existing), (step, action)
+    assert cache.whole_reads < 10
+
+
+def test_a_note_of_several_passages_is_found_by_its_best_passage_not_its_first(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    body = (
+        "# Garden\n\ntomatoes, basil and the watering schedule for the summer\n\n"
+        "# Baking\n\napple pie with cinnamon, baked for forty minutes\n\n"
+        "# Work\n\nthe hiring plan for next quarter, two engineers"
+    )
+    (note,) = insert_notes(migrated_engine, MINE, [("Mixed", body)])
+    indexer.drain(migrated_engine, embedder)
+
+    for query, word in [("apple pie cinnamon", "cinnamon"), ("hiring engineers", "hiring")]:
+        (hit,) = _nearest(migrated_engine, embedder, query)
+        assert hit[0] == note
+        assert word in hit[2] and "tomatoes" not in hit[2]
+
+
+@pytest.mark.skipif(
+    not pg_support.on_postgresql(), reason="SQLite commits one writer at a time, in order"
+)
+def test_a_move_committing_after_a_later_change_was_read_still_reaches_the_kept_vectors(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    """PostgreSQL: the move takes its change-log sequence first, an unrelated update takes the
+    next one and commits, a search keeps the vectors labelled with that later sequence, and
+    only then does the move commit."""
+    ids = insert_notes(migrated_engine, MINE, BODIES)
+    (sailing,) = insert_notes(
+        migrated_engine, THEIRS, [("Sailing", "the boat stays in the harbour in winter")]
+    )
+    indexer.drain(migrated_engine, embedder)
+    _nearest(migrated_engine, embedder, "boat harbour")
+
+    with contextlib.ExitStack() as late:
+        conn = late.enter_context(write_tx(migrated_engine))
+        note = notes.get_note(conn, THEIRS, sailing)
+        assert note is not None
+        assert notes.update_fields(conn, note, now=NOW, workspace=MINE) is not None
+        _change(migrated_engine, ids[0], archived=True)  # a higher sequence, committed first
+        assert sailing not in [h[0] for h in _nearest(migrated_engine, embedder, "boat harbour")]
+    assert _nearest(migrated_engine, embedder, "boat harbour")[0][0] == sailing

@@ -27,6 +27,15 @@ NOTES = "file:///home/alice/notes"
 FILES = 50
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 WAIT_S = 60  # a safety net against a hung task, never a timing assertion
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def body(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply's result without its `_meta` (which must name the server), or fail on an error."""
+    assert "error" not in reply, reply
+    result: dict[str, Any] = dict(reply["result"])
+    assert SERVER_INFO in result.pop("_meta")
+    return result
 
 
 class Clock:

@@ -21,18 +21,10 @@ from notes_server.features.tasks.runner import TaskRunner, iso
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
 from notes_server.tools.services import Services
 from tests.helpers import make_request
-from tests.tasks.conftest import FILES, NOTES, TASKS, WAIT_S, Clock, Rpc, rpc_on, with_runner
+from tests.tasks.conftest import FILES, NOTES, TASKS, WAIT_S, Clock, Rpc, body, rpc_on, with_runner
 
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 NOT_FOUND = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
 COUNTS_50 = {"imported": FILES, "unchanged": 0, "skipped": 0, "refused": 0, "problems": []}
-
-
-def body(reply: dict[str, Any]) -> dict[str, Any]:
-    assert "error" not in reply, reply
-    result: dict[str, Any] = dict(reply["result"])
-    assert SERVER_INFO in result.pop("_meta")
-    return result
 
 
 def start_import(rpc: Rpc, **kw: Any) -> dict[str, Any]:

@@ -18,7 +18,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from notes_server.capabilities import TASKS_EXTENSION, declares_tasks
-from notes_server.errors import McpError, MissingCapability, ToolFailure, to_wire
+from notes_server.errors import (
+    INTERNAL_ERROR,
+    McpError,
+    MissingCapability,
+    ToolFailure,
+    to_wire,
+)
 from notes_server.jsontext import dump_text
 from notes_server.tools.base import CallContext, TaskWork, Tool, ToolResult
 from notes_server.tools.services import Services
@@ -38,6 +44,14 @@ MAX_RUNNING = 4
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.25
 SWEEP_EVERY_S = 60.0
+# A running task's process touches its row this often; a task silent for ORPHAN_AFTER (its
+# process killed, crashed or gone) ends `failed` at the next `tasks/get`, from any instance.
+BEAT_EVERY_S = 10.0
+ORPHAN_AFTER = timedelta(seconds=60)
+ORPHANED = (
+    "The server process running this task stopped before the task ended; what it committed "
+    "before then stays committed"
+)
 
 
 def missing_extension() -> MissingCapability:
@@ -131,6 +145,7 @@ class TaskRunner:
         self._running: dict[str, threading.Event] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._swept = 0.0
+        self._beating: threading.Thread | None = None
 
     @property
     def repo(self) -> SqlTasks:
@@ -169,11 +184,49 @@ class TaskRunner:
         with self._lock:
             self._running[record.id] = event
             self._threads[record.id] = thread
+            if self._beating is None:
+                self._beating = threading.Thread(target=self._beat_while_running, daemon=True)
+                self._beating.start()
         thread.start()
         return {"resultType": "task", **task_wire(record)}
 
     def get(self, principal: str, task_id: str) -> TaskRecord | None:
+        """The principal's live task; a running one whose process has been silent for
+        ORPHAN_AFTER is ended `failed` first (never one this process runs)."""
+        from notes_server.store import tasks
+
+        record = self.repo.get(principal, task_id)
+        if record is None or record.status not in tasks.RUNNING:
+            return record
+        silent_since = self.services.clock() - ORPHAN_AFTER
+        with self._lock:
+            ours = task_id in self._running
+        if ours or record.heard_at >= silent_since:
+            return record
+        error = {"code": INTERNAL_ERROR, "message": "Internal error: " + ORPHANED.lower()}
+        if self.repo.end_if_silent(task_id, silent_since, ORPHANED, error):
+            LOG.warning("task %s: its process stopped; ended failed", task_id[:8])
         return self.repo.get(principal, task_id)
+
+    def beat(self) -> int:
+        """Say that this process is alive for each task it runs; how many rows said so."""
+        with self._lock:
+            running = list(self._running)
+        return self.repo.beat(running)
+
+    def _beat_while_running(self) -> None:
+        """The heartbeat thread: a beat every BEAT_EVERY_S while this process runs a task."""
+        pause = threading.Event()
+        while True:
+            pause.wait(BEAT_EVERY_S)
+            with self._lock:
+                if not self._running:
+                    self._beating = None
+                    return
+            try:
+                self.beat()
+            except Exception:  # a missed beat only brings the orphan window nearer
+                LOG.warning("task heartbeat not recorded", exc_info=True)
 
     def cancel(self, principal: str, task_id: str) -> bool:
         """Request cancellation; False when the principal has no such live task. A task this
