@@ -115,6 +115,17 @@ SLOW_MODULES = {
     "test_cli_call_ctrl_c.py": "a `call` process, its server and a real SIGINT",
     "test_cli_db_faults.py": "a CLI process per command and database fault",
     "test_cli_postgresql.py": "CLI processes on PostgreSQL databases",
+    "test_startup_settings.py": "a CLI process per command and setting",
+    "test_startup_messages.py": "serve and sync processes, and a taken port",
+    "transports/test_http_hostile_input.py": "a real HTTP server and its 10 s head timeout",
+    "compat_2025/test_legacy_roots.py": "a stdio server process per test",
+    "compat_2025/test_legacy_subscriptions_stdio.py": "two server processes per test",
+    "approval/test_purge_stdio.py": "a confined stdio server and its approval page",
+    "approval/test_purge_process.py": "a two-worker HTTP server",
+    "approval/test_purge_call.py": "a `call` process, its server and the page",
+    "approval/test_purge_port_zero.py": "HTTP server processes on port 0",
+    "approval/test_sign_in_limit.py": "two server instances",
+    "folders/test_bench_folders.py": "runs scripts/bench_folders",
 }
 _TESTS = Path(__file__).parent
 
