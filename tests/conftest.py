@@ -64,7 +64,8 @@ SQLITE_ONLY_MODULES = {
     "packaging/test_wheel.py": "builds the wheel; its database is not the subject",
 }
 # Whole modules marked `slow` (left out of the quick loop, `scripts/test -m "not slow"`): real
-# clients and browsers, several server processes at once, crash points, builds and benchmarks.
+# clients and browsers, several server processes at once, crash points, builds and benchmarks,
+# and the modules of many process start-ups. The whole run still runs all of them.
 # A single test elsewhere may carry @pytest.mark.slow itself.
 SLOW_MODULES = {
     "test_bench_smoke.py": "runs scripts/bench against the SDK peer",
@@ -97,6 +98,34 @@ SLOW_MODULES = {
     "approval/test_purge_ts_client.py": "a real client (scripts/clients)",
     "approval/test_purge_browser.py": "a real browser (scripts/apps-browser)",
     "apps/test_apps_browser.py": "a real browser (scripts/apps-browser)",
+    # Process-heavy modules that each took 20-180 s of the quick loop (2 December 2026, load
+    # average 6-11 on two cores; --durations and the module times in pytest's cache):
+    "transports/test_legacy_http_get_stream.py": "two HTTP server processes per test",
+    "transports/test_subscriptions_stdio.py": "several server processes per test",
+    "transports/test_http_semantic_search.py": "an HTTP server and the index command",
+    "tasks/test_tasks_transports.py": "server processes that outlive their clients",
+    "tools/test_delete_stdio.py": "a stdio server process per test",
+    "approval/test_purge_legacy.py": "stdio and HTTP server processes with the page",
+    "oauth/test_oauth_sdk_client.py": "a real client (the Python SDK) and a server",
+    "security/test_folder_sandbox.py": "confined import, export and sync processes",
+    "folders/test_progress.py": "a ten-thousand-file folder on a terminal",
+    "folders/test_ctrl_c.py": "real processes and a real SIGINT",
+    "test_cli_call.py": "a `call` process and the server it spawns, per test",
+    "test_cli_call_arguments.py": "a `call` process and the server it spawns, per test",
+    "test_cli_call_ctrl_c.py": "a `call` process, its server and a real SIGINT",
+    "test_cli_db_faults.py": "a CLI process per command and database fault",
+    "test_cli_postgresql.py": "CLI processes on PostgreSQL databases",
+    "test_startup_settings.py": "a CLI process per command and setting",
+    "test_startup_messages.py": "serve and sync processes, and a taken port",
+    "transports/test_http_hostile_input.py": "a real HTTP server and its 10 s head timeout",
+    "compat_2025/test_legacy_roots.py": "a stdio server process per test",
+    "compat_2025/test_legacy_subscriptions_stdio.py": "two server processes per test",
+    "approval/test_purge_stdio.py": "a confined stdio server and its approval page",
+    "approval/test_purge_process.py": "a two-worker HTTP server",
+    "approval/test_purge_call.py": "a `call` process, its server and the page",
+    "approval/test_purge_port_zero.py": "HTTP server processes on port 0",
+    "approval/test_sign_in_limit.py": "two server instances",
+    "folders/test_bench_folders.py": "runs scripts/bench_folders",
 }
 _TESTS = Path(__file__).parent
 

@@ -4,6 +4,7 @@ over real HTTP (any httpx client with its own cookie jar)."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import ipaddress
 import json
@@ -37,9 +38,17 @@ OAUTH = HttpSettings(auth="oauth", public_url=ISSUER)
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
+@functools.cache
+def _argon2id_of(password: str) -> str:
+    """The product's hash of `password`, made once per process: argon2id costs about 0.2 s of
+    CPU on purpose, and every test of an account needs the same few. Each test has a database
+    of its own, so no test sees a salt twice."""
+    return hash_password(password)
+
+
 def set_password(engine: Engine, principal: str, password: str) -> None:
     with write_tx(engine) as conn:
-        store.set_password(conn, principal, hash_password(password), utc_now())
+        store.set_password(conn, principal, _argon2id_of(password), utc_now())
 
 
 def pkce() -> tuple[str, str]:
