@@ -51,6 +51,7 @@ from notes_server.store.engine import read_tx, write_tx
 from notes_server.tools.scope import usable_workspaces
 from notes_server.transports.http.progress import SSE_HEADERS
 from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.stream_end import StreamEnd
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -220,46 +221,41 @@ class GetStreamResponse:
         stream._wake = wake
         self.local.add(stream)
         feed = changes.feed(stream.engine).subscribe(wake)
-        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(receive))
+        end = StreamEnd(scope, receive)
         try:
             start = {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS}
             if not await self._send(send, start):
                 return
             if not await self._send(send, _body(stream.priming())):
                 return
-            await self._serve(send, ready, gone)
+            await self._serve(send, ready, end)
         except OSError:
             pass  # the connection is gone
         finally:
             feed.close()
             self.local.remove(stream)
-            gone.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await gone
+            await end.close()
             with contextlib.suppress(Exception):
                 await self.run(self.release)
 
-    async def _serve(self, send: Send, ready: asyncio.Event, gone: asyncio.Future[Any]) -> None:
-        while not gone.done():
+    async def _serve(self, send: Send, ready: asyncio.Event, end: StreamEnd) -> None:
+        while not end.client_gone:
             ready.clear()
             read = await self.run(self.stream.read)
             for event in read.events:
                 chunk = f"id: {event.id}\nevent: message\ndata: ".encode() + event.data + b"\n\n"
                 if not await self._send(send, _body(chunk)):
                     return
-            if read.ended:
+            if read.ended or end.shutting_down:
+                # The client resumes with the last id it saw, here or at another instance.
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             if read.more:
                 continue
             hold = read.hold
             timeout = self.keepalive_s if hold is None else min(hold, self.keepalive_s)
-            woken = asyncio.ensure_future(ready.wait())
-            done, _ = await asyncio.wait(
-                {woken, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-            woken.cancel()
-            if not done and hold is None and not await self._send(send, _KEEPALIVE):
+            woken = await end.wait(ready, timeout)
+            if not woken and hold is None and not await self._send(send, _KEEPALIVE):
                 return
 
     async def _send(self, send: Send, message: dict[str, Any]) -> bool:
@@ -274,13 +270,6 @@ class GetStreamResponse:
 
 def _body(chunk: bytes) -> dict[str, Any]:
     return {"type": "http.response.body", "body": chunk, "more_body": True}
-
-
-async def _disconnected(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 def open_stream(
