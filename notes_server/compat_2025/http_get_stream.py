@@ -8,16 +8,18 @@ no data) naming its position, then the events of each later committed change
 (`session_events`), each with its id; a client that reconnects with `Last-Event-ID` is sent
 exactly the events after that one, replayed from the change log.
 
-What wakes it: the engine's change feed (`store.changes.feed`, one per process), a local
-DELETE or a newer GET of the same session (`LocalStreams`), and a keep-alive tick every
-KEEPALIVE_S, at which it also checks that its session lives and it is still the session's one
-stream (so a DELETE or a newer GET at another instance ends it by then at the latest). Before
-each delivery the principal's grants are read again: nothing about a workspace it can no longer
-read. A reader that does not take an event within `send_timeout_s` is dropped: the stream ends
-(it may resume with `Last-Event-ID`); what is pending is at most one read of READ_LIMIT changes.
-On PostgreSQL a missing sequence below a read one is waited for (at most GAP_WAIT_S) before
-later events are sent, so the order of ids is the order of the log and a resumption misses
-nothing committed late.
+What wakes it: the engine's change feed (`store.changes.feed`, one per process), a local DELETE
+or a newer GET of the same session (`LocalStreams`), and a keep-alive tick every KEEPALIVE_S,
+at which it also checks that its session lives and it is still the session's one stream (so a
+DELETE or a newer GET at another instance ends it by then at the latest). Before each delivery
+the principal's grants are read again: nothing about a workspace it can no longer read. The
+credential that opened the stream is checked again before each delivery and each keep-alive
+(`transports.http.stream_end`): revoked or expired, the stream ends, nothing more sent.
+SIGTERM/SIGINT end the stream at once (its response completes). A reader that does not take an
+event within `send_timeout_s` is dropped: the stream ends (it may resume with `Last-Event-ID`);
+what is pending is at most one read of READ_LIMIT changes. On PostgreSQL a missing sequence
+below a read one is waited for (at most GAP_WAIT_S) before later events are sent, so the order
+of ids is the order of the log and a resumption misses nothing committed late.
 """
 
 from __future__ import annotations
@@ -242,6 +244,8 @@ class GetStreamResponse:
         while not end.client_gone:
             ready.clear()
             read = await self.run(self.stream.read)
+            if read.events and not await end.authorized():
+                read = Read(ended=True)  # the credential was revoked or expired: nothing sent
             for event in read.events:
                 chunk = f"id: {event.id}\nevent: message\ndata: ".encode() + event.data + b"\n\n"
                 if not await self._send(send, _body(chunk)):
@@ -254,8 +258,12 @@ class GetStreamResponse:
                 continue
             hold = read.hold
             timeout = self.keepalive_s if hold is None else min(hold, self.keepalive_s)
-            woken = await end.wait(ready, timeout)
-            if not woken and hold is None and not await self._send(send, _KEEPALIVE):
+            if await end.wait(ready, timeout) or hold is not None:
+                continue
+            if not await end.authorized():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            if not await self._send(send, _KEEPALIVE):
                 return
 
     async def _send(self, send: Send, message: dict[str, Any]) -> bool:

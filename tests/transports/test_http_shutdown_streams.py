@@ -11,11 +11,8 @@ the deadline given to the exit here is half of that, so a server that waits fail
 
 from __future__ import annotations
 
-import json
-import queue
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,54 +27,17 @@ from notes_server.store.tokens import SqlTokenRecords
 from notes_server.transports.http.listen import KEEPALIVE_S
 from tests.helpers import make_request
 from tests.transports.http_support import (
+    CLEAN,
     HttpServer,
     LegacyHttpHost,
+    SseReader,
     mcp_headers,
     start_http_server,
 )
 
 NOTES = "file:///home/alice/notes"
 EXIT_DEADLINE_S = KEEPALIVE_S / 2
-EVENT_WAIT_S = 20.0
 EXIT_STATUS = {signal.SIGTERM: -signal.SIGTERM, signal.SIGINT: 1}
-CLEAN = "clean end"
-CUT = "cut"
-
-
-class SseReader:
-    """An open SSE response read by a thread: each event's fields into a queue, then CLEAN when
-    the response body completed, or CUT when the connection broke before it did."""
-
-    def __init__(self, client: httpx.Client, request: httpx.Request) -> None:
-        self.response = client.send(request, stream=True)
-        self.items: queue.Queue[dict[str, str] | str] = queue.Queue()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        fields: dict[str, str] = {}
-        try:
-            for line in self.response.iter_lines():
-                if line.startswith(":"):
-                    continue
-                if line:
-                    name, _, value = line.partition(":")
-                    fields[name] = value.strip()
-                elif fields:
-                    self.items.put(fields)
-                    fields = {}
-        except httpx.HTTPError:
-            self.items.put(CUT)
-        else:
-            self.items.put(CLEAN)
-
-    def next(self) -> dict[str, str] | str:
-        return self.items.get(timeout=EVENT_WAIT_S)
-
-    def message(self) -> Any:
-        item = self.next()
-        assert isinstance(item, dict) and item.get("data"), item
-        return json.loads(item["data"])
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ comment every KEEPALIVE_S of silence. It holds no worker thread while it waits. 
 closing the response is the end (2026-07-28: closing the stream is the cancellation): the
 listen is closed and nothing more is sent. A stream the server ends (its reader fell too far
 behind: `await send` blocked while the bounded queue filled), or the server shutting down
-(SIGTERM/SIGINT: `stream_end`), gets its closing result as the last event
-(`{"resultType": "complete", "_meta": {subscriptionId}}`, the spec's graceful end), and the
-response completes.
+(SIGTERM/SIGINT: `stream_end`), or its credential no longer accepted (re-checked before each
+delivery and keep-alive: `stream_end`; nothing queued is sent then) gets its closing result as
+the last event (`{"resultType": "complete", "_meta": {subscriptionId}}`, the spec's graceful
+end), and the response completes.
 """
 
 from __future__ import annotations
@@ -47,13 +48,17 @@ class ListenResponse:
             while not end.client_gone:
                 ready.clear()
                 messages, ended = stream.drain()
-                for message in messages:
+                refused = bool(messages) and not await end.authorized()
+                for message in () if refused else messages:
                     await send(sse_chunk(message))
-                if ended or end.shutting_down:
-                    if stream.dropped or end.shutting_down:
+                if ended or refused or end.shutting_down:
+                    if stream.dropped or refused or end.shutting_down:
                         await send(sse_chunk(stream.final()))
                     break
                 if not await end.wait(ready, self.keepalive_s):
+                    if not await end.authorized():
+                        await send(sse_chunk(stream.final()))
+                        break
                     await send(_KEEPALIVE)
             if not end.client_gone:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
