@@ -8,16 +8,18 @@ no data) naming its position, then the events of each later committed change
 (`session_events`), each with its id; a client that reconnects with `Last-Event-ID` is sent
 exactly the events after that one, replayed from the change log.
 
-What wakes it: the engine's change feed (`store.changes.feed`, one per process), a local
-DELETE or a newer GET of the same session (`LocalStreams`), and a keep-alive tick every
-KEEPALIVE_S, at which it also checks that its session lives and it is still the session's one
-stream (so a DELETE or a newer GET at another instance ends it by then at the latest). Before
-each delivery the principal's grants are read again: nothing about a workspace it can no longer
-read. A reader that does not take an event within `send_timeout_s` is dropped: the stream ends
-(it may resume with `Last-Event-ID`); what is pending is at most one read of READ_LIMIT changes.
-On PostgreSQL a missing sequence below a read one is waited for (at most GAP_WAIT_S) before
-later events are sent, so the order of ids is the order of the log and a resumption misses
-nothing committed late.
+What wakes it: the engine's change feed (`store.changes.feed`, one per process), a local DELETE
+or a newer GET of the same session (`LocalStreams`), and a keep-alive tick every KEEPALIVE_S,
+at which it also checks that its session lives and it is still the session's one stream (so a
+DELETE or a newer GET at another instance ends it by then at the latest). Before each delivery
+the principal's grants are read again: nothing about a workspace it can no longer read. The
+credential that opened the stream is checked again before each delivery and each keep-alive
+(`transports.http.stream_end`): revoked or expired, the stream ends, nothing more sent.
+SIGTERM/SIGINT end the stream at once (its response completes). A reader that does not take an
+event within `send_timeout_s` is dropped: the stream ends (it may resume with `Last-Event-ID`);
+what is pending is at most one read of READ_LIMIT changes. On PostgreSQL a missing sequence
+below a read one is waited for (at most GAP_WAIT_S) before later events are sent, so the order
+of ids is the order of the log and a resumption misses nothing committed late.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from notes_server.store.engine import read_tx, write_tx
 from notes_server.tools.scope import usable_workspaces
 from notes_server.transports.http.progress import SSE_HEADERS
 from notes_server.transports.http.responses import error_response
+from notes_server.transports.http.stream_end import StreamEnd
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -220,46 +223,47 @@ class GetStreamResponse:
         stream._wake = wake
         self.local.add(stream)
         feed = changes.feed(stream.engine).subscribe(wake)
-        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(receive))
+        end = StreamEnd(scope, receive)
         try:
             start = {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS}
             if not await self._send(send, start):
                 return
             if not await self._send(send, _body(stream.priming())):
                 return
-            await self._serve(send, ready, gone)
+            await self._serve(send, ready, end)
         except OSError:
             pass  # the connection is gone
         finally:
             feed.close()
             self.local.remove(stream)
-            gone.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await gone
+            await end.close()
             with contextlib.suppress(Exception):
                 await self.run(self.release)
 
-    async def _serve(self, send: Send, ready: asyncio.Event, gone: asyncio.Future[Any]) -> None:
-        while not gone.done():
+    async def _serve(self, send: Send, ready: asyncio.Event, end: StreamEnd) -> None:
+        while not end.client_gone:
             ready.clear()
             read = await self.run(self.stream.read)
+            if read.events and not await end.authorized():
+                read = Read(ended=True)  # the credential was revoked or expired: nothing sent
             for event in read.events:
                 chunk = f"id: {event.id}\nevent: message\ndata: ".encode() + event.data + b"\n\n"
                 if not await self._send(send, _body(chunk)):
                     return
-            if read.ended:
+            if read.ended or end.shutting_down:
+                # The client resumes with the last id it saw, here or at another instance.
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             if read.more:
                 continue
             hold = read.hold
             timeout = self.keepalive_s if hold is None else min(hold, self.keepalive_s)
-            woken = asyncio.ensure_future(ready.wait())
-            done, _ = await asyncio.wait(
-                {woken, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-            woken.cancel()
-            if not done and hold is None and not await self._send(send, _KEEPALIVE):
+            if await end.wait(ready, timeout) or hold is not None:
+                continue
+            if not await end.authorized():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            if not await self._send(send, _KEEPALIVE):
                 return
 
     async def _send(self, send: Send, message: dict[str, Any]) -> bool:
@@ -274,13 +278,6 @@ class GetStreamResponse:
 
 def _body(chunk: bytes) -> dict[str, Any]:
     return {"type": "http.response.body", "body": chunk, "more_body": True}
-
-
-async def _disconnected(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 def open_stream(

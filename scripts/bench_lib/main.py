@@ -22,6 +22,7 @@ from bench_lib import (
     history_cost,
     http_bench,
     http_load,
+    idle_listens,
     legacy_http_load,
     links,
     pg,
@@ -81,6 +82,8 @@ class Plan:
     stdio_payloads: int = 500  # distinct notes_read ids (notes_search: 2/5 as many queries)
     floor_cold_reps: int = 20  # cold starts of ours and of the `python -c` floor, each
     change_count: int = 200  # changes from process A to a listen on process B, per backend
+    idle_listens: int = 1000  # open idle listens on one HTTP server (its CPU time measured)
+    idle_window_s: float = 30.0  # each CPU window: two keep-alive rounds (15 s)
 
 
 FULL = Plan(
@@ -142,6 +145,7 @@ QUICK = Plan(
     history_calls=50,
     floor_cold_reps=6,
     change_count=50,
+    idle_window_s=16.0,
 )
 # The test suite's smoke run (tests/test_bench_smoke.py): every suite, every row and check,
 # each on the smallest input that still takes its code path (two points where a row compares
@@ -178,6 +182,8 @@ SMOKE = Plan(
     stdio_payloads=10,
     floor_cold_reps=1,
     change_count=3,
+    idle_listens=30,
+    idle_window_s=1.0,
 )
 
 
@@ -425,6 +431,7 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
     if "changes" in only:
         t0 = time.perf_counter()
         changes.run(results, workdir, changes=plan.change_count)
+        idle_listens.run(results, workdir, listens=plan.idle_listens, window_s=plan.idle_window_s)
         results.timings["changes"] = time.perf_counter() - t0
 
 

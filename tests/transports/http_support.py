@@ -34,6 +34,9 @@ SHARED_STATE_KEYS = KeyRing.generate_spec()
 # connection the server is closing at that moment (httpx does not retry a POST; under load the
 # race shows as "Server disconnected without sending a response").
 CLIENT_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+SSE_WAIT_S = 20.0
+CLEAN = "clean end"
+CUT = "cut"
 
 
 def mcp_headers(message: Mapping[str, Any]) -> dict[str, str]:
@@ -277,3 +280,39 @@ def server_instances(
     finally:
         for server in started:
             server.stop()
+
+
+class SseReader:
+    """An open SSE response read by a thread: each event's fields into a queue, then CLEAN when
+    the response body completed, or CUT when the connection broke before it did."""
+
+    def __init__(self, client: httpx.Client, request: httpx.Request) -> None:
+        self.response = client.send(request, stream=True)
+        self.items: queue.Queue[dict[str, str] | str] = queue.Queue()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        fields: dict[str, str] = {}
+        try:
+            for line in self.response.iter_lines():
+                if line.startswith(":"):
+                    continue
+                if line:
+                    name, _, value = line.partition(":")
+                    fields[name] = value.strip()
+                elif fields:
+                    self.items.put(fields)
+                    fields = {}
+        except httpx.HTTPError:
+            self.items.put(CUT)
+        else:
+            self.items.put(CLEAN)
+
+    def next(self, wait_s: float = SSE_WAIT_S) -> dict[str, str] | str:
+        return self.items.get(timeout=wait_s)
+
+    def message(self, wait_s: float = SSE_WAIT_S) -> Any:
+        item = self.next(wait_s)
+        assert isinstance(item, dict) and item.get("data"), item
+        return json.loads(item["data"])

@@ -4,15 +4,18 @@ the client is connected to the first:
 
 - the Python SDK `mcp` 2.x: `Client.listen()` (2026-07-28 `subscriptions/listen`) over stdio
   and over Streamable HTTP with a token, and in `legacy` mode `subscribe_resource()`
-  (2025-11-25 `resources/subscribe`, stdio) with its message handler;
+  (2025-11-25 `resources/subscribe`) with its message handler, over stdio and over Streamable
+  HTTP (there the notification comes on the session's GET stream, which the SDK opens itself);
 - the TypeScript clients of `scripts/clients` (skipped without them): the v2 client's
   `listen()` (2026-07-28) and the SDK 1.x's `subscribeResource()` (2025-11-25), over stdio."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
@@ -22,11 +25,12 @@ from typing import Any
 
 import anyio
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from notes_server.security.tokens import create_token
 from notes_server.store import notes
-from notes_server.store.engine import write_tx
+from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.models import legacy_streams_table
 from notes_server.store.tokens import SqlTokenRecords
 from tests.helpers import ServerProcess
 from tests.transports.http_support import HttpServer, start_http_server
@@ -123,7 +127,25 @@ async def listen_over_http(server: HttpServer, token: str, change: Change) -> An
         return await listen_for_a_change(stack, target, change)
 
 
-async def subscribe_the_2025_way(target: Any, change: Change) -> Any:
+def wait_for_a_get_stream(engine: Engine) -> None:
+    """Until a 2025 session's GET stream is open (claimed in the database): a stream opened
+    after the change would start after it (a GET without `Last-Event-ID` starts now)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        with read_tx(engine) as conn:
+            claimed = conn.execute(
+                select(legacy_streams_table.c.session_hash).where(
+                    legacy_streams_table.c.stream_id.is_not(None)
+                )
+            ).first()
+        if claimed is not None:
+            return
+        assert time.monotonic() < deadline, "the SDK client never opened its GET stream"
+
+
+async def subscribe_the_2025_way(
+    target: Any, change: Change, stream_open: Callable[[], None] | None = None
+) -> Any:
     send, receive = anyio.create_memory_object_stream[Any](16)
 
     async def on_message(message: Any) -> None:
@@ -136,10 +158,23 @@ async def subscribe_the_2025_way(target: Any, change: Change) -> Any:
             with warnings.catch_warnings():  # removed in 2026-07-28, current in 2025-11-25
                 warnings.simplefilter("ignore", mcp_exceptions.MCPDeprecationWarning)
                 subscribed = await client.subscribe_resource(URI)
+            if stream_open is not None:
+                await anyio.to_thread.run_sync(stream_open)
             await anyio.to_thread.run_sync(change)
             with anyio.fail_after(WAIT_S):
                 notification = await receive.receive()
             return client.protocol_version, subscribed, notification
+
+
+async def subscribe_the_2025_way_over_http(
+    server: HttpServer, token: str, change: Change, engine: Engine
+) -> Any:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with mcp_httpx.create_mcp_http_client(headers=headers) as http:
+        target = mcp_http.streamable_http_client(f"{server.url}/mcp", http_client=http)
+        return await subscribe_the_2025_way(
+            target, change, functools.partial(wait_for_a_get_stream, engine)
+        )
 
 
 def test_the_python_sdk_listens_over_stdio_and_hears_another_process_change(
@@ -172,6 +207,19 @@ def test_the_python_sdk_subscribes_the_2025_way_and_hears_another_process_change
     target = stdio_target(tmp_path, migrated_engine)
 
     version, subscribed, notification = anyio.run(subscribe_the_2025_way, target, change)
+
+    assert change.replies == [False]
+    assert version == "2025-11-25"
+    assert subscribed.model_dump(exclude_none=True) == {}
+    assert str(notification.params.uri) == URI
+
+
+def test_the_python_sdk_subscribes_the_2025_way_over_http_and_hears_it_on_the_get_stream(
+    http_server: tuple[HttpServer, str], change: Change, migrated_engine: Engine
+) -> None:
+    version, subscribed, notification = anyio.run(
+        subscribe_the_2025_way_over_http, *http_server, change, migrated_engine
+    )
 
     assert change.replies == [False]
     assert version == "2025-11-25"

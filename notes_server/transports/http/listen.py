@@ -5,31 +5,25 @@ through the event loop (`call_soon_threadsafe`) and sends what is queued, with a
 comment every KEEPALIVE_S of silence. It holds no worker thread while it waits. The client
 closing the response is the end (2026-07-28: closing the stream is the cancellation): the
 listen is closed and nothing more is sent. A stream the server ends (its reader fell too far
-behind: `await send` blocked while the bounded queue filled) gets its closing result as the
-last event.
+behind: `await send` blocked while the bounded queue filled), or the server shutting down
+(SIGTERM/SIGINT: `stream_end`), or its credential no longer accepted (re-checked before each
+delivery and keep-alive: `stream_end`; nothing queued is sent then) gets its closing result as
+the last event (`{"resultType": "complete", "_meta": {subscriptionId}}`, the spec's graceful
+end), and the response completes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
 from notes_server.features.extension import LiveStream
 from notes_server.transports.http.progress import SSE_HEADERS, sse_chunk
+from notes_server.transports.http.stream_end import StreamEnd
 
 KEEPALIVE_S = 15.0
 _KEEPALIVE = {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Return when the client goes away (the body was read already)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 class ListenResponse:
@@ -48,31 +42,28 @@ class ListenResponse:
             loop.call_soon_threadsafe(ready.set)
 
         stream.attach(wake)
-        gone: asyncio.Future[Any] = asyncio.ensure_future(_disconnected(receive))
+        end = StreamEnd(scope, receive)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-            while not gone.done():
+            while not end.client_gone:
                 ready.clear()
                 messages, ended = stream.drain()
-                for message in messages:
+                refused = bool(messages) and not await end.authorized()
+                for message in () if refused else messages:
                     await send(sse_chunk(message))
-                if ended:
-                    if stream.dropped:
+                if ended or refused or end.shutting_down:
+                    if stream.dropped or refused or end.shutting_down:
                         await send(sse_chunk(stream.final()))
                     break
-                woken = asyncio.ensure_future(ready.wait())
-                done, _ = await asyncio.wait(
-                    {woken, gone}, timeout=self.keepalive_s, return_when=asyncio.FIRST_COMPLETED
-                )
-                woken.cancel()
-                if not done:
+                if not await end.wait(ready, self.keepalive_s):
+                    if not await end.authorized():
+                        await send(sse_chunk(stream.final()))
+                        break
                     await send(_KEEPALIVE)
-            if not gone.done():
+            if not end.client_gone:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the connection is gone
         finally:
             stream.close()
-            gone.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await gone
+            await end.close()

@@ -13,6 +13,11 @@ of a head still incomplete are counted per read, and a head completed by reads l
 bound is measured before it is dispatched (a whole head in one read). A response's head and
 body leave in one write (`_CorkedWrites`). Where `httptools` cannot be imported, the `h11`
 protocol gets the same deadline (h11 bounds the size of a head that arrives in pieces).
+
+Graceful shutdown (SIGTERM/SIGINT) reaches the long-lived responses here, in one place: each
+request's scope carries its connection's shutdown event (`stream_end.SHUTDOWN_KEY`), which
+`shutdown()` (uvicorn calls it on every open connection) sets, so an open listen or GET stream
+ends at once instead of at its next keep-alive (`_ShutdownSignal`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
+
+from notes_server.transports.http.stream_end import mark_shutdown
 
 HEADER_TIMEOUT_S = 10.0
 MAX_HEAD_BYTES = 16 * 1024
@@ -53,6 +60,24 @@ class _HeadDeadline:
         if self._awaiting_head() and not self.transport.is_closing():
             self.logger.info("closed a connection that sent no complete request head in time")
             self.transport.close()
+
+
+class _ShutdownSignal:
+    """The connection's shutdown event, given to each of its requests (`_mark`) and set when
+    uvicorn shuts the connection down (`_signal`)."""
+
+    _stopping: asyncio.Event | None = None
+
+    def _event(self) -> asyncio.Event:
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+        return self._stopping
+
+    def _mark(self, scope: Any) -> None:  # uvicorn's scope types are TypedDicts
+        mark_shutdown(scope, self._event())
+
+    def _signal(self) -> None:
+        self._event().set()
 
 
 class _CorkedWrites:
@@ -124,7 +149,7 @@ except ImportError:  # pragma: no cover - see protocol_name
     pass
 else:
 
-    class HeaderTimeoutHttpToolsProtocol(_HeadDeadline, HttpToolsProtocol):
+    class HeaderTimeoutHttpToolsProtocol(_HeadDeadline, _ShutdownSignal, HttpToolsProtocol):
         """A head is awaited from the connection's start and from each message's first byte
         until its headers are complete; the bytes fed meanwhile are counted, and so are the
         parsed request line and headers when those reads were larger than the bound (a whole
@@ -164,7 +189,8 @@ else:
             super().connection_lost(exc)
 
         def on_message_begin(self) -> None:
-            super().on_message_begin()
+            super().on_message_begin()  # the request's scope
+            self._mark(self.scope)
             self._in_head = True
             self._arm()
 
@@ -194,6 +220,7 @@ else:
             super().send_400_response(msg)
 
         def shutdown(self) -> None:
+            self._signal()
             self._corked.flush()
             super().shutdown()
 
@@ -205,7 +232,7 @@ except ImportError:  # pragma: no cover - h11 is optional once httptools is inst
     pass
 else:
 
-    class HeaderTimeoutH11Protocol(_HeadDeadline, H11Protocol):
+    class HeaderTimeoutH11Protocol(_HeadDeadline, _ShutdownSignal, H11Protocol):
         """h11 says when a head is awaited: its peer state is IDLE until the head is complete."""
 
         def _awaiting_head(self) -> bool:
@@ -224,3 +251,12 @@ else:
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None:  # its app task starts at the loop's next turn
+                self._mark(self.cycle.scope)
+
+        def shutdown(self) -> None:
+            self._signal()
+            super().shutdown()

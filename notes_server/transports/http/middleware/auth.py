@@ -27,6 +27,7 @@ from notes_server.config import HttpSettings, Settings
 from notes_server.security.tokens import PREFIX
 from notes_server.transports.http.request import McpRequest
 from notes_server.transports.http.responses import json_response
+from notes_server.transports.http.stream_end import mark_credential
 from notes_server.transports.http.threads import WorkerThreads
 
 if TYPE_CHECKING:
@@ -278,6 +279,12 @@ class AuthCheck:
             url = base_url_for(request.first(b"host"), request.scope["scheme"], self.http)
             return unauthorized(url, presented=bool(authorization))
         request.principal = principal
+        lookup = self.lookup
+
+        async def still_accepted() -> bool:
+            return await lookup(authorization) == principal
+
+        mark_credential(request.scope, still_accepted)  # for a stream that outlives this check
         return None
 
 
