@@ -34,11 +34,25 @@ notes_edit re-applies) or resolves its links against the new name.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    literal_column,
+    null,
+    or_,
+    select,
+    text,
+    update,
+)
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
@@ -57,7 +71,6 @@ CHUNK = 500
 # repository does): building and compiling them per write cost more than running them.
 _DELETE_LINKS = DriverWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
 _DELETE_TAGS = DriverWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
-_INSERT_LINK = insert(links)
 _INSERT_TAG = insert(tags)
 _DELETE_LINK = delete(links).where(links.c.id == bindparam("link_id"))
 _DELETE_TAG = delete(tags).where(
@@ -80,26 +93,69 @@ _STORED_LINKS = DriverRead(
 _STORED_TAGS = DriverRead(
     select(tags.c.tag_key, tags.c.tag).where(tags.c.note_id == bindparam("note_id"))
 )
-# The links that could name a note by one of two paths or two title keys (a note's old and
-# new ones; the same twice when there is one), each side through its own index.
-_WAITING = DriverRead(
-    select(links.c.id, links.c.path_key, links.c.title_key, links.c.target_id).where(
+
+
+def _resolved(workspace: Any, path_key: Any, title_key: Any) -> Any:
+    """The note a link with these keys names in ``workspace`` (column or bound values), as one
+    SQL expression: the note at exactly its path, else the one live note with its title key,
+    else the one archived note with it when no live note has it; else NULL. Each side is one
+    probe of a notes index, so a whole set of links resolves inside the statement that writes
+    them (the insert of a note's links, the re-resolution of the links naming a note)."""
+    by_path = (
+        select(notes.c.id)
+        .where(notes.c.workspace == workspace, notes.c.path == path_key)
+        .scalar_subquery()
+    )
+    zero: Any = literal_column("0")
+    one: Any = literal_column("1")
+    live = func.sum(case((notes.c.archived, zero), else_=one))
+    by_title = (
+        select(
+            case(
+                (live == one, func.max(case((notes.c.archived, null()), else_=notes.c.id))),
+                (and_(live == zero, func.count() == one), func.max(notes.c.id)),
+            )
+        )
+        .where(notes.c.workspace == workspace, notes.c.title_key == title_key)
+        .scalar_subquery()
+    )
+    return func.coalesce(by_path, by_title)
+
+
+# One link row, resolved where it is inserted (bind names apart from the column names, which
+# an INSERT reserves for its own values).
+_INSERT_LINK = insert(links).values(
+    workspace=bindparam("ws"),
+    note_id=bindparam("nid"),
+    position=bindparam("pos"),
+    kind=bindparam("kd"),
+    target=bindparam("tgt"),
+    heading=bindparam("hd"),
+    path_key=bindparam("pk"),
+    title_key=bindparam("tk"),
+    context=bindparam("ctx"),
+    target_id=_resolved(bindparam("ws"), bindparam("pk"), bindparam("tk")),
+)
+# Resolve again the links that could name a note by one of two paths or two title keys (a
+# note's old and new ones; the same twice when there is one), each side through its own
+# index; only a link whose resolution changes is written.
+_TARGET = _resolved(links.c.workspace, links.c.path_key, links.c.title_key)
+_RERESOLVE = DriverWrite(
+    update(links)
+    .where(
         or_(
             and_(
-                links.c.workspace == bindparam("workspace"),
+                links.c.workspace == bindparam("in_workspace"),
                 links.c.path_key.in_([bindparam("path1"), bindparam("path2")]),
             ),
             and_(
-                links.c.workspace == bindparam("workspace"),
+                links.c.workspace == bindparam("in_workspace"),
                 links.c.title_key.in_([bindparam("title1"), bindparam("title2")]),
             ),
-        )
+        ),
+        links.c.target_id.is_distinct_from(_TARGET),
     )
-)
-_RETARGET = (
-    update(links)
-    .where(links.c.id == bindparam("link_id"))
-    .values(target_id=bindparam("resolved_to"))
+    .values(target_id=_TARGET)
 )
 
 
@@ -132,18 +188,6 @@ def renaming(conn: Connection, workspace: str) -> None:
         conn.execute(locks[1], {"space": LOCK_SPACE, "workspace": workspace})
 
 
-_LINK_COLUMNS = (
-    "workspace",
-    "note_id",
-    "position",
-    "kind",
-    "target",
-    "heading",
-    "path_key",
-    "title_key",
-    "target_id",
-    "context",
-)
 _TAG_COLUMNS = ("note_id", "tag_key", "workspace", "tag")
 
 
@@ -152,7 +196,6 @@ def _insert_sql(table: str, columns: Sequence[str]) -> tuple[str, Sequence[str]]
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", columns
 
 
-_LINK_SQL = _insert_sql("note_links", _LINK_COLUMNS)
 _TAG_SQL = _insert_sql("note_tags", _TAG_COLUMNS)
 
 
@@ -343,24 +386,41 @@ def _stored_extra(conn: Connection, note_id: str) -> str:
 
 
 def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> None:
-    """Insert ``rows`` as links of ``note``, each resolved in its workspace."""
+    """Insert ``rows`` as links of ``note``, each resolved in its workspace as it is written."""
     if not rows:
         return
-    resolve = Resolver.load(conn, note.workspace, [LinkKeys(r.path_key, r.title_key) for r in rows])
-    _insert(
-        conn,
-        _INSERT_LINK,
-        _LINK_SQL,
-        [
-            {
-                "workspace": note.workspace,
-                "note_id": note.id,
-                **row._asdict(),
-                "target_id": resolve(LinkKeys(row.path_key, row.title_key)),
-            }
-            for row in rows
-        ],
-    )
+    values = [
+        {
+            "ws": note.workspace,
+            "nid": note.id,
+            "pos": row.position,
+            "kd": row.kind,
+            "tgt": row.target,
+            "hd": row.heading,
+            "pk": row.path_key,
+            "tk": row.title_key,
+            "ctx": row.context,
+        }
+        for row in rows
+    ]
+    if uses_driver(conn):
+        sql, names = _driver_insert_link(conn)
+        driver_connection(conn).executemany(sql, [[v[n] for n in names] for v in values])
+    else:
+        conn.execute(_INSERT_LINK, values)
+
+
+_DRIVER_INSERT_LINK: list[tuple[str, tuple[str, ...]]] = []
+
+
+def _driver_insert_link(conn: Connection) -> tuple[str, tuple[str, ...]]:
+    """`_INSERT_LINK` compiled once for pysqlite: its text and the bind name of each
+    positional parameter (a name can repeat: the resolution reads the keys again)."""
+    if not _DRIVER_INSERT_LINK:
+        compiled = _INSERT_LINK.compile(dialect=conn.dialect)
+        names = tuple(compiled.binds[name].key for name in compiled.positiontup or ())
+        _DRIVER_INSERT_LINK.append((compiled.string, names))
+    return _DRIVER_INSERT_LINK[0]
 
 
 def _sync_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> None:
@@ -404,120 +464,22 @@ def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
     _insert_tags(conn, note, [tag for key, tag in wanted.items() if stored.get(key) != tag])
 
 
-class Resolver:
-    """Which note each of a set of link keys names in one workspace (two indexed reads)."""
-
-    def __init__(
-        self, by_path: dict[str, str], by_title: dict[str, list[tuple[str, bool]]]
-    ) -> None:
-        self.by_path = by_path
-        self.by_title = by_title
-
-    @classmethod
-    def load(cls, conn: Connection, workspace: str, keys: Iterable[LinkKeys]) -> Resolver:
-        wanted = list(keys)
-        paths = sorted({k.path_key for k in wanted if k.path_key})
-        titles = sorted({k.title_key for k in wanted if k.title_key})
-        by_path: dict[str, str] = {}
-        by_title: dict[str, list[tuple[str, bool]]] = {}
-        if uses_driver(conn):
-            return cls._on_driver(conn, workspace, paths, titles)
-        for chunk in _chunks(paths):
-            rows = conn.execute(
-                select(notes.c.path, notes.c.id).where(
-                    notes.c.workspace == workspace, notes.c.path.in_(chunk)
-                )
-            )
-            by_path.update((str(path), str(note_id)) for path, note_id in rows)
-        for chunk in _chunks(titles):
-            candidates = conn.execute(
-                select(notes.c.title_key, notes.c.id, notes.c.archived).where(
-                    notes.c.workspace == workspace, notes.c.title_key.in_(chunk)
-                )
-            )
-            for key, note_id, archived in candidates:
-                by_title.setdefault(str(key), []).append((str(note_id), bool(archived)))
-        return cls(by_path, by_title)
-
-    @classmethod
-    def _on_driver(
-        cls, conn: Connection, workspace: str, paths: Sequence[str], titles: Sequence[str]
-    ) -> Resolver:
-        """The same reads on pysqlite: paths and titles in one statement per chunk."""
-        driver = driver_connection(conn)
-        by_path: dict[str, str] = {}
-        by_title: dict[str, list[tuple[str, bool]]] = {}
-        wanted_paths, wanted_titles = set(paths), set(titles)
-        for start in range(0, max(len(paths), len(titles)), CHUNK):
-            some_paths = list(paths[start : start + CHUNK])
-            some_titles = list(titles[start : start + CHUNK])
-            # Each side of the OR names the workspace itself, and an empty side is left out:
-            # only then does SQLite search both indexes instead of scanning the workspace.
-            sides, params = [], []
-            if some_paths:
-                marks = ", ".join("?" for _ in some_paths)
-                sides.append(f"(workspace = ? AND path IN ({marks}))")
-                params += [workspace, *some_paths]
-            if some_titles:
-                marks = ", ".join("?" for _ in some_titles)
-                sides.append(f"(workspace = ? AND title_key IN ({marks}))")
-                params += [workspace, *some_titles]
-            sql = "SELECT path, title_key, id, archived FROM notes WHERE " + " OR ".join(sides)
-            for path, key, note_id, archived in driver.execute(sql, params).fetchall():
-                if path in wanted_paths:
-                    by_path[path] = note_id
-                candidate = (note_id, bool(archived))
-                if key in wanted_titles and candidate not in by_title.get(key, ()):
-                    by_title.setdefault(key, []).append(candidate)
-        return cls(by_path, by_title)
-
-    def __call__(self, keys: LinkKeys) -> str | None:
-        if keys.path_key is not None and keys.path_key in self.by_path:
-            return self.by_path[keys.path_key]
-        if keys.title_key is not None:
-            found = self.by_title.get(keys.title_key, [])
-            live = [note_id for note_id, archived in found if not archived]
-            named = live or [note_id for note_id, _ in found]
-            if len(named) == 1:
-                return named[0]
-        return None
-
-
-def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
-
-
 def _reresolve(
     conn: Connection, workspace: str, paths: Sequence[str], title_keys: Sequence[str]
 ) -> None:
     """Resolve again every link of ``workspace`` whose path or title key is one of these (at
-    most two of each: a note's old and new ones)."""
+    most two of each: a note's old and new ones): one UPDATE, writing only the links whose
+    target changes."""
     path1, path2 = (list(paths) * 2)[:2]
     title1, title2 = (list(title_keys) * 2)[:2]
     values = {
-        "workspace": workspace,
+        "in_workspace": workspace,
         "path1": path1,
         "path2": path2,
         "title1": title1,
         "title2": title2,
     }
-    rows = _read(_WAITING, conn, values)
-    if not rows:
-        return
-    resolve = Resolver.load(conn, workspace, [LinkKeys(r[1], r[2]) for r in rows])
-    changed: list[dict[str, Any]] = []
-    for link_id, path_key, key, current in rows:
-        target = resolve(LinkKeys(path_key, key))
-        if target != current:
-            changed.append({"link_id": link_id, "resolved_to": target})
-    if changed and uses_driver(conn):
-        driver_connection(conn).executemany(
-            "UPDATE note_links SET target_id = ? WHERE id = ?",
-            [(row["resolved_to"], row["link_id"]) for row in changed],
-        )
-    elif changed:
-        conn.execute(_RETARGET, changed)
+    _write(_RERESOLVE, conn, values)
 
 
 def reindex_all(conn: Connection, batch: int = 1000) -> int:

@@ -290,12 +290,14 @@ class DriverWrite(DriverStatement):
         if bound is None:
             bound = _Bound.compile(self.statement, conn, sorted(names))
             self._compiled[names] = bound
-        params = bound.compiled.construct_params(dict(values))
+        # What `construct_params` would give (a passed value wins; else the bind's own value;
+        # a required one must be passed), converted by the bind's processor, without its
+        # per-call bookkeeping (as DriverRead does).
         return bound.compiled.string, [
-            value if process is None else process(value)
-            for value, process in zip(
-                [params[name] for name in bound.names], bound.processors, strict=True
-            )
+            (values[key] if required else values.get(key, default))
+            if process is None
+            else process(values[key] if required else values.get(key, default))
+            for key, default, required, process in bound.plan
         ]
 
 
@@ -334,14 +336,12 @@ class DriverRun:
 
 
 class _Bound:
-    """A statement compiled for one dialect and one set of value names, with bind processors."""
+    """A statement compiled for one dialect and one set of value names: per positional
+    parameter its bind's key, own value, whether a value must be passed, and its processor."""
 
-    def __init__(
-        self, compiled: SQLCompiler, names: list[str], processors: list[Any | None]
-    ) -> None:
+    def __init__(self, compiled: SQLCompiler, plan: tuple[tuple[str, Any, bool, Any], ...]) -> None:
         self.compiled = compiled
-        self.names = names
-        self.processors = processors
+        self.plan = plan
 
     @classmethod
     def compile(cls, statement: Executable, conn: Connection, keys: list[str]) -> _Bound:
@@ -351,12 +351,14 @@ class _Bound:
         )
         if compiled.insert_prefetch or compiled.update_prefetch:
             raise TypeError("DriverWrite cannot compute Python-side column defaults")
-        names = list(compiled.positiontup or ())
-        processors = [
-            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-            for name in names
-        ]
-        return cls(compiled, names, processors)
+        plan = []
+        for name in compiled.positiontup or ():
+            bind = compiled.binds[name]
+            if bind.expanding or bind.callable is not None:
+                raise TypeError("DriverWrite takes plain bound values only")
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            plan.append((bind.key, bind.value, bool(bind.required), process))
+        return cls(compiled, tuple(plan))
 
 
 def driver_connection(conn: Connection) -> sqlite3.Connection:

@@ -85,7 +85,10 @@ _SPACELESS_RUN = re.compile(
 def spaceless_runs(text: str) -> str:
     """The runs of spaceless-script text in ``text``, one a line: all the trigram index needs,
     since a substring term is made of spaceless characters only and so never spans a line
-    break (an English note indexes as empty, which makes its writes cheap)."""
+    break (an English note indexes as empty, which makes its writes cheap). ASCII text has
+    none (every spaceless script lies above U+0E00), and `isascii` answers without a scan."""
+    if text.isascii():
+        return ""
     return "\n".join(_SPACELESS_RUN.findall(text))
 
 
