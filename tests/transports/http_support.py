@@ -282,6 +282,21 @@ def server_instances(
             server.stop()
 
 
+def sse_events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
+    """The fields of each event of an SSE body's lines (comments skipped, an event ends at a
+    blank line)."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line.startswith(":"):
+            continue
+        if line:
+            name, _, value = line.partition(":")
+            fields[name] = value.strip()
+        elif fields:
+            yield fields
+            fields = {}
+
+
 class SseReader:
     """An open SSE response read by a thread: each event's fields into a queue, then CLEAN when
     the response body completed, or CUT when the connection broke before it did."""
@@ -293,17 +308,9 @@ class SseReader:
         self.thread.start()
 
     def _read(self) -> None:
-        fields: dict[str, str] = {}
         try:
-            for line in self.response.iter_lines():
-                if line.startswith(":"):
-                    continue
-                if line:
-                    name, _, value = line.partition(":")
-                    fields[name] = value.strip()
-                elif fields:
-                    self.items.put(fields)
-                    fields = {}
+            for fields in sse_events(self.response.iter_lines()):
+                self.items.put(fields)
         except httpx.HTTPError:
             self.items.put(CUT)
         else:

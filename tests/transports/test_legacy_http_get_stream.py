@@ -33,6 +33,7 @@ from tests.transports.http_support import (
     HttpServer,
     LegacyHttpHost,
     server_instances,
+    sse_events,
 )
 from tests.transports.subscription_support import insert, touch
 
@@ -64,19 +65,10 @@ class Stream:
             self.thread.start()
 
     def _read(self) -> None:
-        fields: dict[str, str] = {}
         try:
-            for line in self.response.iter_lines():
-                if line.startswith(":"):
-                    continue
-                if line:
-                    name, _, value = line.partition(":")
-                    fields[name] = value.strip()
-                    continue
-                if fields:
-                    data = fields.get("data", "")
-                    self.events.put(Event(fields.get("id"), json.loads(data) if data else None))
-                    fields = {}
+            for fields in sse_events(self.response.iter_lines()):
+                data = fields.get("data", "")
+                self.events.put(Event(fields.get("id"), json.loads(data) if data else None))
         except httpx.HTTPError:
             pass
         finally:
