@@ -26,6 +26,8 @@ from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
 from notes_server.features.subscriptions.extension import subscriptions_extension
 from notes_server.features.tasks.extension import tasks_extension
+from notes_server.features.tasks.runner import TaskRunner
+from notes_server.features.tasks.watch import TaskWatch
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import SHIPPED
@@ -107,11 +109,12 @@ def builtin_extensions(
     (`subscriptions/listen`), `notes_reindex` where the semantic index is, then (with
     `page_base`, the approval page's origin) `notes_purge` and its approval page, then each
     tools module."""
+    runner = TaskRunner(services)
     served = [
         notes_extension(services),
         folders_extension(services),
         apps_extension(services),
-        tasks_extension(services),
+        tasks_extension(services, runner=runner),
     ]
     if services.semantic_available():
         from notes_server.features.reindex.extension import reindex_extension
@@ -123,7 +126,7 @@ def builtin_extensions(
         served.append(purge_extension(services, page_base))
     modules = [tools_module_extension(m, services) for m in tools_modules]
     static = [s for e in (*served, *modules) for s in e.static_resource_schemes]
-    served.insert(4, subscriptions_extension(services, static))
+    served.insert(4, subscriptions_extension(services, static, TaskWatch(runner)))
     return [*served, *modules]
 
 

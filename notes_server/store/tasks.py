@@ -166,6 +166,19 @@ class SqlTasks:
             ).first()
         return None if row is None else _record(row)
 
+    def get_many(self, task_ids: Collection[str]) -> list[TaskRecord]:
+        """The live (not expired) tasks among these ids, whoever created them: the caller
+        checks each one's principal (the listen stream authorizes on delivery)."""
+        if not task_ids:
+            return []
+        with read_tx(self.engine) as conn:
+            rows = conn.execute(
+                select(*_COLUMNS).where(
+                    tasks.c.id.in_(list(task_ids)), tasks.c.expires_at > self.clock()
+                )
+            ).all()
+        return [_record(row) for row in rows]
+
     def progress(self, task_id: str, done: int, total: int | None, message: str | None) -> bool:
         """Record progress of a running task; False once it is no longer running."""
         return self._update_running(

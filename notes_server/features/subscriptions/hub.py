@@ -62,6 +62,8 @@ class Filter(NamedTuple):
     prompts_list_changed: bool = False
     resources_list_changed: bool = False
     resource_subscriptions: tuple[str, ...] = ()
+    # The task ids agreed to (`notifications/tasks`); None when none were asked for.
+    task_ids: tuple[str, ...] | None = None
 
     def acknowledged(self) -> dict[str, Any]:
         """What `notifications/subscriptions/acknowledged` echoes: the types asked for."""
@@ -74,6 +76,8 @@ class Filter(NamedTuple):
             ack["resourcesListChanged"] = True
         if self.resource_subscriptions:
             ack["resourceSubscriptions"] = list(self.resource_subscriptions)
+        if self.task_ids is not None:
+            ack["taskIds"] = list(self.task_ids)
         return ack
 
 
@@ -90,7 +94,7 @@ def read_filter(params: dict[str, Any], others: Collection[str] = ()) -> Filter:
     raw = params.get("notifications")
     if not isinstance(raw, dict):
         raise InvalidParams("Invalid params: notifications must be an object")
-    flags: dict[str, bool] = {}
+    flags: dict[str, Any] = {}
     for key, field in _FLAGS.items():
         value = raw.get(key, False)
         if not isinstance(value, bool):
