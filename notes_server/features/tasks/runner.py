@@ -123,7 +123,8 @@ class Control:
         self.event = event
         self.answered = answered or threading.Event()
         self.waiting = False
-        self.asked = threading.Event()  # set while the row says `input_required`
+        self._asking = threading.Condition()  # notified when a round is asked
+        self._asked_round = 0  # the round the row asks now; 0 when it asks nothing
         self.observed = False
         self.abandoned = False
         self._reported = 0.0
@@ -145,7 +146,9 @@ class Control:
         if not self.repo.request_input(self.task_id, {k: r for k, (_, r) in wire.items()}, WAITING):
             raise InputAbandoned("the task is no longer running")
         self.waiting = True
-        self.asked.set()
+        with self._asking:
+            self._asked_round = self._rounds
+            self._asking.notify_all()
         try:
             while True:
                 answers, over = self.repo.answers(self.task_id)
@@ -157,8 +160,14 @@ class Control:
                 self.answered.wait(INPUT_CHECK_EVERY_S)
                 self.answered.clear()
         finally:
-            self.asked.clear()
+            with self._asking:
+                self._asked_round = 0
             self.waiting = False
+
+    def wait_asked(self, round_no: int, timeout: float | None) -> bool:
+        """Wait until the task asks its `round_no`-th question (tests)."""
+        with self._asking:
+            return self._asking.wait_for(lambda: self._asked_round >= round_no, timeout)
 
     def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
         now = time.monotonic()
@@ -326,11 +335,12 @@ class TaskRunner:
             answered.set()
         return True
 
-    def wait_for_input(self, task_id: str, timeout: float | None = None) -> bool:
-        """Wait until a task this process runs asks for input (tests); True once it does."""
+    def wait_for_input(self, task_id: str, timeout: float | None = None, round_no: int = 1) -> bool:
+        """Wait until a task this process runs asks its `round_no`-th question (tests); True
+        once it does."""
         with self._lock:
             control = self._controls.get(task_id)
-        return control is not None and control.asked.wait(timeout)
+        return control is not None and control.wait_asked(round_no, timeout)
 
     def join(self, task_id: str, timeout: float | None = None) -> bool:
         """Wait for a task this process runs to end (tests, shutdown); True once it has."""
