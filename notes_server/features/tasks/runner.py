@@ -57,7 +57,7 @@ MAX_WAITING = 64
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.25
 # A task waiting for input reads its row this often (an answer at another instance).
-INPUT_CHECK_EVERY_S = 0.25
+INPUT_CHECK_EVERY_S = 1.0
 WAITING = "Waiting for input"
 ABANDONED = "Cancelled while waiting for input; nothing was done after the question"
 SWEEP_EVERY_S = 60.0
