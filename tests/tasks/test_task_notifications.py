@@ -5,6 +5,7 @@ principal's id is never acknowledged nor delivered; without the Tasks extension,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
@@ -13,12 +14,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from notes_server.app import create_http_app
+from notes_server.config import HttpSettings, Settings
 from notes_server.errors import InvalidParams, MissingCapability
 from notes_server.features.extension import LiveStream
 from notes_server.features.tasks.runner import TaskRunner
 from notes_server.features.tasks.watch import MAX_TASK_IDS
 from notes_server.protocol.server import McpServer
 from notes_server.tools.base import CallContext
+from notes_server.tools.services import Services
+from tests.helpers import make_request
 from tests.tasks.conftest import NOTES, TASKS, WAIT_S, Rpc, body
 from tests.transports.subscription_support import insert
 
@@ -148,3 +153,39 @@ def test_malformed_task_ids_are_invalid_params(
         Stream(task_server, "alice", task_ids)
 
     assert refused.value.message == message
+
+
+def test_over_http_the_listen_stream_carries_the_tasks_notifications(
+    settings: Settings, migrated_engine: Engine, rpc: Rpc, runner: TaskRunner, note_id: str
+) -> None:
+    """The listen's SSE response (the ASGI app driven by hand, as the subscription tests do):
+    the acknowledgement, the task asking, then the task completed after the answer."""
+    from tests.transports.test_subscriptions_http import Exchange
+
+    app = create_http_app(
+        settings, HttpSettings(auth="none"), Services(settings, engine=migrated_engine)
+    )
+    task_id = start_delete(rpc, runner)
+    message = make_request(
+        "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, caps=TASKS, id="h1"
+    )
+
+    async def scenario() -> list[dict[str, Any]]:
+        exchange = Exchange(app, message)
+        exchange.start()
+        assert (await exchange.next())["status"] == 200
+        seen = [await exchange.event(), await exchange.event()]
+        answer = {KEY: {"action": "accept", "content": {"note_id": note_id, "confirm": True}}}
+        await asyncio.to_thread(rpc, "tasks/update", {"taskId": task_id, "inputResponses": answer})
+        while seen[-1]["params"].get("status") != "completed":
+            seen.append(await exchange.event())
+        await exchange.disconnect()
+        return seen
+
+    seen = asyncio.run(scenario())
+
+    assert seen[0]["params"]["notifications"] == {"taskIds": [task_id]}
+    assert seen[1]["method"] == "notifications/tasks"
+    assert seen[1]["params"]["status"] == "input_required"
+    assert seen[-1]["params"]["result"]["structuredContent"]["deleted"] is True
+    assert seen[-1]["params"]["_meta"] == {SUBSCRIPTION_ID: "h1"}
