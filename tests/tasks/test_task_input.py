@@ -287,3 +287,31 @@ def test_rounds_before_the_task_then_the_task_on_the_last_round(
     assert "requestState" not in second and "inputRequests" not in second
     assert done["status"] == "completed"
     assert done["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+
+
+def test_a_task_waiting_for_input_leaves_room_for_another_task(
+    settings: Settings,
+    migrated_engine: Engine,
+    clock: Clock,
+    grant: Callable[..., str],
+) -> None:
+    """With room for one working task, a second delete still becomes a task while the first
+    waits for its answer (a waiting task is a blocked thread, not work)."""
+    grant("alice", NOTES)
+    insert(migrated_engine, NOTES, "a.md")
+    insert(migrated_engine, NOTES, "b.md")
+    services = Services(settings, engine=migrated_engine, clock=clock)
+    narrow = TaskRunner(services, max_running=1)
+    rpc = rpc_on(create_server(settings, services, with_runner(services, narrow)))
+    started: list[dict[str, Any]] = []
+    try:
+        started.append(start_delete(rpc, "a.md"))
+        assert narrow.wait_for_input(started[0]["taskId"], WAIT_S)
+        started.append(start_delete(rpc, "b.md"))
+
+        assert [created["resultType"] for created in started] == ["task", "task"]
+    finally:
+        for created in started:
+            if "taskId" in created:
+                rpc("tasks/cancel", {"taskId": created["taskId"]})
+        narrow.join_all(WAIT_S)
