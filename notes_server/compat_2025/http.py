@@ -110,7 +110,8 @@ class LegacyHttp:
         self.wakeups = Wakeups()
         self.streams = LocalStreams()
         # The GET stream and `resources/subscribe` exist when the server serves subscriptions.
-        self.subscribes = session_hub(server) is not None
+        self.listen = session_hub(server)
+        self.subscribes = self.listen is not None
 
     @property
     def methods(self) -> frozenset[str]:
@@ -307,11 +308,11 @@ class LegacyHttp:
     async def _request(
         self, key: str, handler: LegacyHandler, request: Request
     ) -> Response | Conversation:
-        if self.subscribes and request.method in SUBSCRIBE_METHODS:
+        if self.listen is not None and request.method in SUBSCRIBE_METHODS:
             engine, principal = self.store.repo.engine, handler.principal
-            method, params = request.method, request.params
+            method, params, check = request.method, request.params, self.listen.check_uri
             result, error = await self.run(
-                lambda: http_subscriptions.handle(engine, key, principal, method, params)
+                lambda: http_subscriptions.handle(engine, key, principal, method, params, check)
             )
             if error is not None:
                 return _json(200, encode_error(request.id, error))

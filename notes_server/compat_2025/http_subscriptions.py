@@ -11,6 +11,7 @@ worker or instance sends `notifications/resources/updated` for later changes of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from notes_server.compat_2025.subscriptions import Outcome
@@ -23,10 +24,18 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 
-def handle(engine: Engine, key: str, principal: str, method: str, params: Any) -> Outcome:
-    """Answer one subscribe or unsubscribe of the session `key`. Blocking: a worker thread."""
+def handle(
+    engine: Engine,
+    key: str,
+    principal: str,
+    method: str,
+    params: Any,
+    check: Callable[[object], str] = check_uri,
+) -> Outcome:
+    """Answer one subscribe or unsubscribe of the session `key`. Blocking: a worker thread.
+    `check`: the server's listen's URI check (`ListenMethod.check_uri`)."""
     try:
-        uri = check_uri(params.get("uri") if isinstance(params, dict) else None)
+        uri = check(params.get("uri") if isinstance(params, dict) else None)
         with write_tx(engine) as conn:
             if method == "resources/unsubscribe":
                 session_subscriptions.unsubscribe(conn, key, uri)

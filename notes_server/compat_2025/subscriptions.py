@@ -14,24 +14,25 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import InvalidParams, to_wire
-from notes_server.features.subscriptions.hub import MAX_URIS, Filter, Listen, check_uri
+from notes_server.features.subscriptions.hub import MAX_URIS, Filter, Listen
 
 if TYPE_CHECKING:
     from notes_server.features.extension import LiveStream
-    from notes_server.features.subscriptions.hub import Roots, SubscriptionHub
+    from notes_server.features.subscriptions.extension import ListenMethod
+    from notes_server.features.subscriptions.hub import Roots
     from notes_server.protocol.server import McpServer
 
 Outcome = tuple[dict[str, Any] | None, dict[str, Any] | None]
 METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
 
-def session_hub(server: McpServer) -> SubscriptionHub | None:
-    """The hub behind the server's `subscriptions/listen`, None when it serves none."""
+def session_hub(server: McpServer) -> ListenMethod | None:
+    """The server's `subscriptions/listen` (its hub, its URI check), None when it serves none."""
     from notes_server.features.subscriptions.extension import ListenMethod
     from notes_server.features.subscriptions.hub import METHOD
 
     method = server.streams.get(METHOD)
-    return method.hub if isinstance(method, ListenMethod) else None
+    return method if isinstance(method, ListenMethod) else None
 
 
 class SessionSubscriptions:
@@ -39,12 +40,13 @@ class SessionSubscriptions:
 
     def __init__(
         self,
-        hub: SubscriptionHub,
+        method: ListenMethod,
         principal: str,
         start: Callable[[LiveStream], None],
     ) -> None:
         self.roots: Roots | None = None
-        self.hub = hub
+        self.hub = method.hub
+        self.check_uri = method.check_uri
         self.principal = principal
         self.start = start
         self.listen: Listen | None = None
@@ -67,7 +69,7 @@ class SessionSubscriptions:
 
     def handle(self, method: str, params: dict[str, Any]) -> Outcome:
         try:
-            uri = check_uri(params.get("uri"))
+            uri = self.check_uri(params.get("uri"))
             if self.listen is None and method == "resources/subscribe" and self.roots:
                 self.open(self.roots)
             if self.listen is None and method == "resources/unsubscribe":

@@ -1,8 +1,9 @@
 """What an extension is: one named bundle of contributions the server composes at start.
 
 An extension never reaches into the core: it contributes server capabilities and `extensions`
-entries for `server/discover`, tools, prompts, resource providers (one per URI scheme) and
-resource templates (each completing its own variables), a hook that adds `_meta` to tool
+entries for `server/discover`, tools, prompts, resource providers (one per URI scheme; those
+of its schemes whose resources never change may be named by a subscription) and resource
+templates (each completing its own variables), a hook that adds `_meta` to tool
 descriptors for one request's client capabilities, HTTP routes, JSON-RPC methods of its own
 (`tasks/get`...), a hook that may answer a `tools/call` in the tool's stead (a task), and
 long-lived methods (`streams`: a request answered by a stream of notifications,
@@ -112,6 +113,9 @@ class Extension(NamedTuple):
     extensions: Mapping[str, Mapping[str, Any]] = EMPTY
     tools: Sequence[Tool] = ()
     resource_providers: Mapping[str, ResourceProvider] = EMPTY
+    # Schemes of its own providers whose resources never change: `resources/subscribe` and
+    # `subscriptions/listen` accept their URIs (answered like any other, never firing).
+    static_resource_schemes: frozenset[str] = frozenset()
     prompts: Sequence[Prompt] = ()
     resource_templates: Sequence[ResourceTemplate] = ()
     tool_meta: ToolMetaHook | None = None

@@ -57,6 +57,14 @@ class ExtensionRegistry:
                 raise ExtensionConflict(
                     f"extension {owner!r}: {scheme!r} is not a lower-case URI scheme"
                 )
+        for extension in self.extensions:
+            for scheme in sorted(
+                extension.static_resource_schemes - extension.resource_providers.keys()
+            ):
+                raise ExtensionConflict(
+                    f"extension {extension.name!r}: static resource scheme {scheme!r} "
+                    "is not one of its resource providers"
+                )
         hooked = [e for e in self.extensions if e.tool_meta is not None]
         hooks = [e.tool_meta for e in hooked if e.tool_meta is not None]
         variants = [e.tool_meta_variant for e in hooked if e.tool_meta_variant is not None]

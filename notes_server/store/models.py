@@ -472,6 +472,9 @@ tasks_table = Table(
     Column("expires_at", TZ, nullable=False),
     # When the process running it last said it was alive (migration 0022; NULL: updated_at).
     Column("alive_at", TZ, nullable=True),
+    # What it asks while `input_required`, and the answers not yet taken (migration 0023).
+    Column("input_requests_json", Text, nullable=True),
+    Column("input_responses_json", Text, nullable=True),
     Index("ix_tasks_expires", "expires_at"),
 )
 

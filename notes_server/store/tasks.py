@@ -54,6 +54,10 @@ class TaskRecord:
     expires_at: datetime
     # When its process last said it was alive (SqlTasks.beat); None on rows older than that.
     alive_at: datetime | None = None
+    # While `input_required`: the outstanding requests by key; and the answers by key that
+    # `tasks/update` delivered and the task has not taken yet (`SqlTasks.answers`).
+    input_requests: dict[str, Any] | None = None
+    input_responses: dict[str, Any] | None = None
 
     @property
     def heard_at(self) -> datetime:
@@ -76,6 +80,8 @@ _COLUMNS = (
     tasks.c.updated_at,
     tasks.c.expires_at,
     tasks.c.alive_at,
+    tasks.c.input_requests_json,
+    tasks.c.input_responses_json,
 )
 
 
@@ -95,7 +101,13 @@ def _record(row: Any) -> TaskRecord:
         row.updated_at,
         row.expires_at,
         row.alive_at,
+        _loads(row.input_requests_json),
+        _loads(row.input_responses_json),
     )
+
+
+def _loads(text: str | None) -> dict[str, Any] | None:
+    return None if text is None else json.loads(text)
 
 
 def new_task_id() -> str:
@@ -153,6 +165,19 @@ class SqlTasks:
                 )
             ).first()
         return None if row is None else _record(row)
+
+    def get_many(self, task_ids: Collection[str]) -> list[TaskRecord]:
+        """The live (not expired) tasks among these ids, whoever created them: the caller
+        checks each one's principal (the listen stream authorizes on delivery)."""
+        if not task_ids:
+            return []
+        with read_tx(self.engine) as conn:
+            rows = conn.execute(
+                select(*_COLUMNS).where(
+                    tasks.c.id.in_(list(task_ids)), tasks.c.expires_at > self.clock()
+                )
+            ).all()
+        return [_record(row) for row in rows]
 
     def progress(self, task_id: str, done: int, total: int | None, message: str | None) -> bool:
         """Record progress of a running task; False once it is no longer running."""
@@ -249,6 +274,80 @@ class SqlTasks:
                 return True
 
         return retrying(body)
+
+    def request_input(self, task_id: str, requests: dict[str, Any], message: str) -> bool:
+        """A running task needs the client's input: `input_required` with these outstanding
+        requests (answers of an earlier round cleared); False once it is no longer running."""
+        return self._update_running(
+            task_id,
+            status=INPUT_REQUIRED,
+            status_message=message,
+            input_requests_json=dump_text(requests),
+            input_responses_json=None,
+        )
+
+    def answer(self, principal: str, task_id: str, responses: dict[str, Any]) -> bool:
+        """`tasks/update`: keep the responses to keys outstanding now (others are ignored, as
+        the extension asks), drop those keys from the outstanding requests and, once none is
+        left, put the task back to `working` for its process to take the answers. False when
+        the principal has no such live task; a task not waiting for input is left as it is.
+        One transaction with the row locked, so two instances answering at once both count."""
+
+        def body() -> bool:
+            now = self.clock()
+            with write_tx(self.engine) as conn:
+                found = conn.execute(
+                    select(
+                        tasks.c.status, tasks.c.input_requests_json, tasks.c.input_responses_json
+                    )
+                    .where(
+                        tasks.c.id == task_id,
+                        tasks.c.principal == principal,
+                        tasks.c.expires_at > now,
+                    )
+                    .with_for_update()
+                ).first()
+                if found is None:
+                    return False
+                outstanding = _loads(found.input_requests_json) or {}
+                taken = {k: v for k, v in responses.items() if k in outstanding}
+                if found.status != INPUT_REQUIRED or not taken:
+                    return True
+                left = {k: v for k, v in outstanding.items() if k not in taken}
+                answered = {**(_loads(found.input_responses_json) or {}), **taken}
+                conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id == task_id)
+                    .values(
+                        status=INPUT_REQUIRED if left else WORKING,
+                        status_message="Waiting for input" if left else "Input received",
+                        input_requests_json=dump_text(left) if left else None,
+                        input_responses_json=dump_text(answered),
+                        updated_at=now,
+                    )
+                )
+                return True
+
+        return retrying(body)
+
+    def answers(self, task_id: str) -> tuple[dict[str, Any] | None, bool]:
+        """(every answer, once none is outstanding, else None; whether the wait is over
+        without them: `tasks/cancel` reached the task, or it expired): what a task waiting for
+        input looks at. One read, no write."""
+        with read_tx(self.engine) as conn:
+            row = conn.execute(
+                select(
+                    tasks.c.status,
+                    tasks.c.input_requests_json,
+                    tasks.c.input_responses_json,
+                    tasks.c.cancel_requested,
+                    tasks.c.expires_at,
+                ).where(tasks.c.id == task_id)
+            ).first()
+        if row is None or row.expires_at <= self.clock():  # gone: nobody can answer any more
+            return None, True
+        complete = row.status == WORKING and row.input_requests_json is None
+        return (_loads(row.input_responses_json) if complete else None), bool(row.cancel_requested)
 
     def cancel_requested(self, task_id: str) -> bool:
         """Whether `tasks/cancel` reached this task (from any worker or instance)."""

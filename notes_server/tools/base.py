@@ -25,6 +25,8 @@ LogSink = Callable[[str, Any, str], None]
 # call as a task whenever the request declares the extension; "required": only as a task, a
 # request without the extension is refused with -32021).
 TASK_SUPPORT = ("forbidden", "optional", "required")
+# Input rounds a call running as a task may ask for before it is failed (a loop, not a user).
+MAX_INPUT_ROUNDS = 8
 
 
 # The records of a call are NamedTuples: immutable like frozen dataclasses, cheaper to build on
@@ -103,6 +105,16 @@ class TaskControl(Protocol):
     def is_set(self) -> bool:
         """True once cancellation was requested: finish the current unit, commit, return."""
 
+    def request_input(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client (the task's `input_required` status: `inputRequests`, by key, as a
+        multi round-trip request words them) and wait until every key is answered through
+        `tasks/update`, at any instance; the answers by key. Raises InputAbandoned when the
+        task is cancelled or expires first."""
+
+
+class InputAbandoned(Exception):
+    """The input a task asked for will never come: it was cancelled, or it expired."""
+
 
 # The long part of a call that runs as a task: called on a worker thread with its control.
 TaskWork = Callable[[TaskControl], "ToolResult"]
@@ -129,7 +141,8 @@ class Tool(ABC):
     input_schema: ClassVar[dict[str, Any]]
     output_schema: ClassVar[dict[str, Any] | None] = None
     tool_annotations: ClassVar[dict[str, Any]]
-    # See TASK_SUPPORT. A tool that may ask for input (MRTR) stays "forbidden".
+    # See TASK_SUPPORT. A tool that may ask for input (MRTR) and allows tasks overrides
+    # `start_task` to ask through its TaskControl (`request_input`) or before the task.
     task_support: ClassVar[str] = "forbidden"
 
     def __init__(self, services: Services) -> None:
@@ -153,15 +166,36 @@ class Tool(ABC):
         entry["annotations"] = self.tool_annotations
         return entry
 
-    def start_task(self, ctx: CallContext, args: dict[str, Any]) -> TaskWork:
+    def start_task(self, ctx: CallContext, args: dict[str, Any]) -> TaskWork | InputRequired:
         """Run as a task: check now what can fail at once (raise McpError / ToolFailure, so the
-        client gets its answer instead of a failed task), and return the long part. The
-        default defers the whole call, its progress going to the task."""
+        client gets its answer instead of a failed task), and return the long part; or, for a
+        multi round-trip call whose input is gathered before the task exists, this round's
+        InputRequired (the task starts on the last round). The default defers the whole
+        call, its progress going to the task."""
+        return self.answering(ctx, args, None)
+
+    def answering(
+        self, ctx: CallContext, args: dict[str, Any], first: ToolResult | InputRequired | None
+    ) -> TaskWork:
+        """The work of a call that may ask for input as a task: each InputRequired round of
+        `call` (or `first`, a round already run) becomes the task's `input_required` status
+        through `control.request_input`, and the answers are handed to `call` again with that
+        round's requestState, exactly as a client's retry would be: the same verification of
+        the sealed state, the same transaction. At most MAX_INPUT_ROUNDS rounds."""
 
         def work(control: TaskControl) -> ToolResult:
-            outcome = self.call(ctx._replace(progress=control.report), args)
-            if isinstance(outcome, InputRequired):  # only "forbidden" tools ask for input
-                raise RuntimeError(f"{self.name} asked for input while running as a task")
+            here = ctx._replace(progress=control.report)
+            outcome = first if first is not None else self.call(here, args)
+            for _ in range(MAX_INPUT_ROUNDS):
+                if not isinstance(outcome, InputRequired):
+                    return outcome
+                answers = control.request_input(outcome.input_requests)
+                retry = here._replace(input_responses=answers, request_state=outcome.request_state)
+                outcome = self.call(retry, args)
+            if isinstance(outcome, InputRequired):
+                raise RuntimeError(
+                    f"{self.name} asked for input more than {MAX_INPUT_ROUNDS} times"
+                )
             return outcome
 
         return work

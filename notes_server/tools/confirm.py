@@ -7,6 +7,13 @@ the state (key, expiry, audience, principal, tool, phase, argument digest), vali
 against the form that was asked, and runs ONE write transaction: refuse a consumed nonce,
 re-authorize, re-check the live note, claim the nonce, mutate, audit, commit. Any failure inside
 rolls the whole transaction back, nonce claim included.
+
+Run as a task (the request declares the Tasks extension), the same rounds happen inside the
+task: round 1 runs before the task exists (authorization, candidates, the sealed state: a
+refusal is the call's answer), its question becomes the task's `inputRequests`, and the answer
+given through `tasks/update` is handed to round 2 with that sealed state, exactly as a client's
+retry is (`Tool.answering`): the same verification, the same one transaction with the nonce
+claim. The sealed state never leaves the server on this path.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from notes_server.errors import InvalidParams, StateRejected, ToolFailure
-from notes_server.tools.base import CallContext, InputRequired, Tool, ToolResult
+from notes_server.tools.base import CallContext, InputRequired, TaskWork, Tool, ToolResult
 from notes_server.tools.confirm_form import (
     INVALID_CONFIRMATION,
     MAX_CANDIDATES,
@@ -53,6 +60,9 @@ class ConfirmedAction(Tool):
         {"workspaceUri": WORKSPACE_URI, "title": TITLE}, ["workspaceUri", "title"]
     )
 
+    # A request declaring the Tasks extension runs as a task whose input is the confirmation.
+    task_support = "optional"
+
     def apply(self, conn: Connection, note: NoteRecord, now: datetime, principal: str) -> bool:
         """Perform the mutation on the live row (`principal`: who confirmed it, for the
         history); False if the row changed underneath."""
@@ -72,6 +82,19 @@ class ConfirmedAction(Tool):
         claims = self.verify(ctx, args)
         answer = (ctx.input_responses or {}).get(self.action.input_key)
         return self.respond(ctx, args, claims, answer)
+
+    def start_task(self, ctx: CallContext, args: dict[str, Any]) -> TaskWork | InputRequired:
+        """Round 1 now (or, for a client's own retry, its verification now); the rest, and
+        every later question, in the task."""
+        self.require_capability(ctx.capabilities)
+        if (ctx.input_responses is None) != (ctx.request_state is None):
+            raise InvalidParams(
+                "Invalid params: inputResponses and requestState must come together"
+            )
+        if ctx.request_state is None:
+            return self.answering(ctx, args, self.ask(ctx, args))
+        self.verify(ctx, args)  # a forged or stale state is refused at once, not as a task
+        return self.answering(ctx, args, None)
 
     def require_capability(self, capabilities: dict[str, Any]) -> None:
         """Refuse (-32021) a request that cannot receive this tool's question: a form here."""

@@ -5,9 +5,14 @@ or about another principal's note; bad URIs are -32602."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 from sqlalchemy import Engine
 
-from tests.compat_2025.legacy_support import NOTES, Legacy
+from tests.compat_2025.legacy_support import NOTES, Legacy, LegacyClient
+from tests.helpers import ServerProcess
 from tests.transports.subscription_support import insert, touch
 
 BOBS = "file:///home/bob/notes"
@@ -62,3 +67,23 @@ def test_a_subscription_to_no_note_uri_is_invalid_params(legacy: Legacy) -> None
 
     assert reply["error"]["code"] == -32602
     assert reply["error"]["message"] == "Invalid params: not a note URI"
+
+
+@pytest.mark.usefixtures("migrated_engine")
+def test_a_session_subscribes_to_a_uri_of_a_static_resource_scheme(
+    spawn_server: Callable[..., ServerProcess],
+) -> None:
+    """A `--tools-module` whose `test:` resources never change (the conformance fixtures):
+    their URIs are accepted, and nothing ever fires for them."""
+    fixtures = ("--sandbox", "off", "--tools-module", "tests.conformance.fixture_resources")
+    root = str(Path(__file__).resolve().parents[2])
+    process = spawn_server(*fixtures, env={"PYTHONPATH": root})
+    client = LegacyClient(process)
+    client.initialize()
+
+    subscribed = client.result("resources/subscribe", {"uri": "test://watched-resource"})
+    unsubscribed = client.result("resources/unsubscribe", {"uri": "test://watched-resource"})
+    refused = client.request("resources/subscribe", {"uri": "https://example.com/x"})
+
+    assert subscribed == {} and unsubscribed == {}
+    assert refused["error"]["message"] == "Invalid params: not a note URI"

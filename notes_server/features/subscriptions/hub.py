@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import InvalidParams, UriError
+from notes_server.features.resources import scheme_of
 from notes_server.jsontext import dump_bytes
 from notes_server.security.principals import consented_workspaces
 from notes_server.security.uri import WorkspaceUri, parse_note_uri, parse_workspace_uri
@@ -40,6 +41,8 @@ log = logging.getLogger("notes_server.subscriptions")
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 METHOD = "subscriptions/listen"
+# The scheme of note URIs, the only resources the change log watches.
+NOTE_SCHEME = "file"
 MAX_URIS = 1000
 MAX_URI_CHARS = 4096
 MAX_LISTENS_PER_PRINCIPAL = 32
@@ -59,6 +62,8 @@ class Filter(NamedTuple):
     prompts_list_changed: bool = False
     resources_list_changed: bool = False
     resource_subscriptions: tuple[str, ...] = ()
+    # The task ids agreed to (`notifications/tasks`); None when none were asked for.
+    task_ids: tuple[str, ...] | None = None
 
     def acknowledged(self) -> dict[str, Any]:
         """What `notifications/subscriptions/acknowledged` echoes: the types asked for."""
@@ -71,6 +76,8 @@ class Filter(NamedTuple):
             ack["resourcesListChanged"] = True
         if self.resource_subscriptions:
             ack["resourceSubscriptions"] = list(self.resource_subscriptions)
+        if self.task_ids is not None:
+            ack["taskIds"] = list(self.task_ids)
         return ack
 
 
@@ -81,12 +88,13 @@ _FLAGS = {
 }
 
 
-def read_filter(params: dict[str, Any]) -> Filter:
-    """`params.notifications` of a listen, checked (-32602 with a clear message)."""
+def read_filter(params: dict[str, Any], others: Collection[str] = ()) -> Filter:
+    """`params.notifications` of a listen, checked (-32602 with a clear message); `others`
+    as for `check_uri`."""
     raw = params.get("notifications")
     if not isinstance(raw, dict):
         raise InvalidParams("Invalid params: notifications must be an object")
-    flags: dict[str, bool] = {}
+    flags: dict[str, Any] = {}
     for key, field in _FLAGS.items():
         value = raw.get(key, False)
         if not isinstance(value, bool):
@@ -95,10 +103,10 @@ def read_filter(params: dict[str, Any]) -> Filter:
     uris = raw.get("resourceSubscriptions", [])
     if not isinstance(uris, list):
         raise InvalidParams("Invalid params: notifications.resourceSubscriptions must be a list")
-    return Filter(**flags, resource_subscriptions=check_uris(uris))
+    return Filter(**flags, resource_subscriptions=check_uris(uris, others))
 
 
-def check_uris(uris: Sequence[object]) -> tuple[str, ...]:
+def check_uris(uris: Sequence[object], others: Collection[str] = ()) -> tuple[str, ...]:
     if len(uris) > MAX_URIS:
         raise InvalidParams(
             f"Too many resource subscriptions: at most {MAX_URIS} URIs per listen",
@@ -106,16 +114,22 @@ def check_uris(uris: Sequence[object]) -> tuple[str, ...]:
         )
     unique: dict[str, None] = {}
     for uri in uris:
-        unique[check_uri(uri)] = None
+        unique[check_uri(uri, others)] = None
     return tuple(unique)
 
 
-def check_uri(uri: object) -> str:
+def check_uri(uri: object, others: Collection[str] = ()) -> str:
+    """`uri` when a subscription may name it: a note URI, or a URI of one of `others` (the
+    schemes of resource providers whose resources never change: accepted, never firing, like
+    a note URI that names nothing readable); -32602 otherwise."""
     if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS:
         raise InvalidParams("Invalid params: a resource subscription must be a note URI")
     try:
         parse_note_uri(uri)
     except UriError:
+        scheme = scheme_of(uri)
+        if scheme is not None and scheme != NOTE_SCHEME and scheme in others:
+            return uri
         raise InvalidParams(
             "Invalid params: not a note URI", {"uri": uri[:MAX_URI_CHARS]}
         ) from None
@@ -363,7 +377,10 @@ def resolve_note(
     accepted by a subscribe and never fires, so the answer does not tell which notes exist."""
     from notes_server.store import grants, notes
 
-    target = parse_note_uri(uri)
+    try:
+        target = parse_note_uri(uri)
+    except UriError:  # another provider's resource (`check_uri`): nothing the log watches
+        return None
     consented = consented_workspaces(principal)
     for grant in grants.list_grants(conn, principal):
         try:

@@ -56,9 +56,9 @@ class TaskMethods:
         return {"resultType": "complete", **task_wire(record)}
 
     def update(self, ctx: CallContext, params: dict[str, Any]) -> dict[str, Any]:
-        """No tool of this server asks for input while it runs as a task, so no key is ever
-        outstanding: the responses are checked for shape and ignored, as the extension says
-        of responses to keys not outstanding; an unknown task is -32602."""
+        """Answers to an `input_required` task's outstanding `inputRequests`, stored in its row
+        (any instance); responses to keys not outstanding are ignored, as the extension says;
+        an unknown task is -32602. The acknowledgement does not wait for the task."""
         _require_extension(ctx)
         task_id = _task_id(params)
         responses = params.get("inputResponses")
@@ -66,7 +66,7 @@ class TaskMethods:
             isinstance(v, dict) for v in responses.values()
         ):
             raise InvalidParams("Invalid params: inputResponses must be an object of objects")
-        if self.runner.get(ctx.principal, task_id) is None:
+        if not self.runner.answer(ctx.principal, task_id, responses):
             raise InvalidParams("Failed to update task: " + NOT_FOUND)
         return {"resultType": "complete"}
 

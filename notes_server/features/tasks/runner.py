@@ -7,6 +7,9 @@ tasks before it exits, an HTTP worker does not depend on the request that starte
 Cancellation is cooperative: `tasks/cancel` sets the row's flag (and, in the process running
 the task, its event at once); the work looks at it between units of work (the import: between
 files), commits what it did and returns, and the task ends `cancelled` with what was committed.
+Input is durable too: a task that asks (`Control.request_input`) is `input_required` with its
+requests in the row; `tasks/update` at any instance stores the answers there; the work reads
+them from the row (woken at once when the answer reached this process).
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from notes_server.errors import (
     to_wire,
 )
 from notes_server.jsontext import dump_text
-from notes_server.tools.base import CallContext, TaskWork, Tool, ToolResult
+from notes_server.tools.base import (
+    CallContext,
+    InputAbandoned,
+    InputRequired,
+    TaskWork,
+    Tool,
+    ToolResult,
+)
 from notes_server.tools.services import Services
 
 if TYPE_CHECKING:
@@ -39,10 +49,17 @@ POLL_INTERVAL_MS = 1000
 # Tasks running at once in one process (2 cores shared by the HTTP workers); past it a call
 # runs as an ordinary call, which the extension allows: the server decides per request.
 MAX_RUNNING = 4
+# Tasks waiting for input (a blocked thread each, no work) do not count against MAX_RUNNING;
+# at most this many more threads wait at once in one process.
+MAX_WAITING = 64
 # A running task writes its progress at most this often, and looks at the database's
 # cancellation flag (set by another instance) at most this often.
 PROGRESS_EVERY_S = 0.25
 CANCEL_CHECK_EVERY_S = 0.25
+# A task waiting for input reads its row this often (an answer at another instance).
+INPUT_CHECK_EVERY_S = 1.0
+WAITING = "Waiting for input"
+ABANDONED = "Cancelled while waiting for input; nothing was done after the question"
 SWEEP_EVERY_S = 60.0
 # A running task's process touches its row this often; a task silent for ORPHAN_AFTER (its
 # process killed, crashed or gone) ends `failed` at the next `tasks/get`, from any instance.
@@ -86,7 +103,7 @@ def task_wire(record: TaskRecord) -> dict[str, Any]:
     elif record.status == tasks.FAILED:
         body["error"] = record.error if record.error is not None else to_wire(RuntimeError())
     elif record.status == tasks.INPUT_REQUIRED:
-        body["inputRequests"] = {}
+        body["inputRequests"] = record.input_requests or {}
     return body
 
 
@@ -94,13 +111,63 @@ class Control:
     """A running task's TaskControl: progress into its row (rate-limited), cancellation from
     its event or, now and then, its row. `observed` records that the work saw the request."""
 
-    def __init__(self, repo: SqlTasks, task_id: str, event: threading.Event) -> None:
+    def __init__(
+        self,
+        repo: SqlTasks,
+        task_id: str,
+        event: threading.Event,
+        answered: threading.Event | None = None,
+    ) -> None:
         self.repo = repo
         self.task_id = task_id
         self.event = event
+        self.answered = answered or threading.Event()
+        self.waiting = False
+        self._asking = threading.Condition()  # notified when a round is asked
+        self._asked_round = 0  # the round the row asks now; 0 when it asks nothing
         self.observed = False
+        self.abandoned = False
         self._reported = 0.0
         self._checked = time.monotonic()
+        self._issued: set[str] = set()
+        self._rounds = 0
+
+    def request_input(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """`input_required` with `requests` until the row holds every answer. Keys are unique
+        over the task's life (the extension's rule): a key asked again in a later round goes
+        out as `<key>.<round>` and its answer comes back under the tool's own key."""
+        self._rounds += 1
+        wire = {}
+        for key, request in requests.items():
+            sent = key if key not in self._issued else f"{key}.{self._rounds}"
+            self._issued.add(sent)
+            wire[sent] = (key, request)
+        self.answered.clear()
+        if not self.repo.request_input(self.task_id, {k: r for k, (_, r) in wire.items()}, WAITING):
+            raise InputAbandoned("the task is no longer running")
+        self.waiting = True
+        with self._asking:
+            self._asked_round = self._rounds
+            self._asking.notify_all()
+        try:
+            while True:
+                answers, over = self.repo.answers(self.task_id)
+                if answers is not None:
+                    return {wire[k][0]: v for k, v in answers.items() if k in wire}
+                if over or self.event.is_set():
+                    self.abandoned = True
+                    raise InputAbandoned("the task was cancelled or expired waiting for input")
+                self.answered.wait(INPUT_CHECK_EVERY_S)
+                self.answered.clear()
+        finally:
+            with self._asking:
+                self._asked_round = 0
+            self.waiting = False
+
+    def wait_asked(self, round_no: int, timeout: float | None) -> bool:
+        """Wait until the task asks its `round_no`-th question (tests)."""
+        with self._asking:
+            return self._asking.wait_for(lambda: self._asked_round >= round_no, timeout)
 
     def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
         now = time.monotonic()
@@ -143,6 +210,8 @@ class TaskRunner:
         self._repo: SqlTasks | None = None
         self._lock = threading.Lock()
         self._running: dict[str, threading.Event] = {}
+        self._answered: dict[str, threading.Event] = {}
+        self._controls: dict[str, Control] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._swept = 0.0
         self._beating: threading.Thread | None = None
@@ -168,27 +237,39 @@ class TaskRunner:
             if tool.task_support == "required":
                 raise missing_extension()
             return None
-        with self._lock:  # past the bound an optional call runs as an ordinary call
-            if len(self._running) >= self.max_running and tool.task_support != "required":
-                return None
+        if not self._has_room() and tool.task_support != "required":
+            return None  # past the bound an optional call runs as an ordinary call
         # The request is answered before the work ends: nothing of the work may go to its
         # stream (the extension has no progress or log messages for tasks; the row has them).
         ctx = ctx._replace(progress=None, log=None)
         work = tool.start_task(ctx, arguments)  # refusals answer the call itself, at once
+        if isinstance(work, InputRequired):  # a round before the task: the call's answer
+            return work.to_wire()
         self._sweep_now_and_then()
         record = self.repo.create(ctx.principal, tool.name, self.ttl, "Started")
-        event = threading.Event()
+        event, answered = threading.Event(), threading.Event()
+        control = Control(self.repo, record.id, event, answered)
         thread = threading.Thread(
-            target=self._run, args=(record.id, work, event), name=f"task {tool.name}"
+            target=self._run, args=(record.id, work, control), name=f"task {tool.name}"
         )
         with self._lock:
             self._running[record.id] = event
+            self._answered[record.id] = answered
+            self._controls[record.id] = control
             self._threads[record.id] = thread
             if self._beating is None:
                 self._beating = threading.Thread(target=self._beat_while_running, daemon=True)
                 self._beating.start()
         thread.start()
         return {"resultType": "task", **task_wire(record)}
+
+    def _has_room(self) -> bool:
+        """Fewer than max_running tasks working (not waiting for input) and fewer than
+        MAX_WAITING more threads in all."""
+        with self._lock:
+            waiting = sum(1 for control in self._controls.values() if control.waiting)
+            total = len(self._running)
+        return total - waiting < self.max_running and total < self.max_running + MAX_WAITING
 
     def get(self, principal: str, task_id: str) -> TaskRecord | None:
         """The principal's live task; a running one whose process has been silent for
@@ -240,6 +321,27 @@ class TaskRunner:
             event.set()
         return self.repo.request_cancel(principal, task_id)
 
+    def answer(self, principal: str, task_id: str, responses: dict[str, Any]) -> bool:
+        """`tasks/update`: store the answers (`SqlTasks.answer`); False when the principal has
+        no such live task. A task this process runs is woken at once; another instance's reads
+        the row within INPUT_CHECK_EVERY_S."""
+        if self.get(principal, task_id) is None:
+            return False
+        if not self.repo.answer(principal, task_id, responses):
+            return False
+        with self._lock:
+            answered = self._answered.get(task_id)
+        if answered is not None:
+            answered.set()
+        return True
+
+    def wait_for_input(self, task_id: str, timeout: float | None = None, round_no: int = 1) -> bool:
+        """Wait until a task this process runs asks its `round_no`-th question (tests); True
+        once it does."""
+        with self._lock:
+            control = self._controls.get(task_id)
+        return control is not None and control.wait_asked(round_no, timeout)
+
     def join(self, task_id: str, timeout: float | None = None) -> bool:
         """Wait for a task this process runs to end (tests, shutdown); True once it has."""
         with self._lock:
@@ -269,13 +371,16 @@ class TaskRunner:
         if removed:
             LOG.info("swept %d expired tasks", removed)
 
-    def _run(self, task_id: str, work: TaskWork, event: threading.Event) -> None:
+    def _run(self, task_id: str, work: TaskWork, control: Control) -> None:
         from notes_server.store import tasks
 
-        control = Control(self.repo, task_id, event)
         try:
             try:
                 outcome = work(control)
+            except InputAbandoned:
+                if control.abandoned:
+                    self.repo.finish(task_id, tasks.CANCELLED, ABANDONED)
+                return
             except ToolFailure as failure:
                 outcome = ToolResult(failure.structured, failure.message, is_error=True)
             except McpError as exc:
@@ -297,4 +402,6 @@ class TaskRunner:
         finally:
             with self._lock:
                 self._running.pop(task_id, None)
+                self._answered.pop(task_id, None)
+                self._controls.pop(task_id, None)
                 self._threads.pop(task_id, None)
