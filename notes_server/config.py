@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import hashlib
 import ipaddress
 import json
 import math
@@ -113,7 +112,9 @@ class Settings:
             return self.state_audience_name
         db = self.database
         identity = f"sqlite:{db.sqlite_path}" if db.sqlite_path is not None else db.display
-        return "notes-server/" + hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+        from hashlib import sha256  # not at start: hashlib loads OpenSSL (~2.5 ms)
+
+        return "notes-server/" + sha256(identity.encode("utf-8")).hexdigest()[:32]
 
 
 class SettingsError(ValueError):

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, NamedTuple, NoReturn
 
+import orjson
+
 from notes_server.errors import InvalidParams, InvalidRequest, McpError, ParseError
 from notes_server.jsontext import dump_bytes
 from notes_server.values import (
@@ -74,7 +76,21 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_re
 
 def parse_json(raw: bytes | str) -> Any:
     """Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate object keys, at most MAX_DEPTH
-    levels of nesting (deeper values would exhaust the stack of whatever walks them later)."""
+    levels of nesting (deeper values would exhaust the stack of whatever walks them later).
+
+    A message that is exactly orjson's compact encoding of what orjson reads from it (what
+    most clients send) is that value, read in C; that equality leaves no room for a duplicate
+    key (the re-encoded object would have lost a member), a number read inexactly (orjson
+    reads integers beyond 64 bits as floats, which re-encode otherwise) or anything orjson
+    refuses. Every other message, and every refusal, is the stdlib decoder's verdict."""
+    if isinstance(raw, bytes) and raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if orjson.dumps(value) == raw:
+                return value
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:

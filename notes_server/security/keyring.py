@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +44,8 @@ class StateKey:
 
 def _generate_key() -> StateKey:
     """A fresh random key; the kid is a random short id so independent hosts rarely collide."""
+    import secrets  # not at start (a server given its keys never generates one): ~4 ms
+
     return StateKey(kid=secrets.token_hex(4), secret=secrets.token_bytes(SECRET_LENGTH))
 
 
@@ -169,6 +170,8 @@ def _ensure_private_dir(directory: Path) -> None:
 
 def _write_private_temp(path: Path, content: bytes) -> Path:
     """Write ``content`` durably to a fresh 0600 file beside ``path`` and return its name."""
+    import secrets
+
     temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _O_CLOEXEC, 0o600)
     try:

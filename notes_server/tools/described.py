@@ -35,10 +35,15 @@ def full_note(
 ) -> dict[str, Any]:
     """The full note (inside the caller's transaction): tags, properties, and with
     ``link_counts`` the counts of its outgoing, unresolved and incoming links."""
-    properties, note_details = _full_parts()
-    details = note_details(conn, note)
+    return described_note(note, uri, _full_parts()[1](conn, note), link_counts=link_counts)
+
+
+def described_note(
+    note: NoteRecord, uri: str, details: Details, *, link_counts: bool = False
+) -> dict[str, Any]:
+    """The full note from details already read (`store.details`), as `full_note` shows it."""
     extra = details.extra
-    shown = note_full(note, uri, details.tags, properties(extra) if extra else {})
+    shown = note_full(note, uri, details.tags, _full_parts()[0](extra) if extra else {})
     if link_counts:
         shown["links"] = details.counts._asdict()
     return shown

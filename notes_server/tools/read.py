@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
-from notes_server.tools.described import LINK_COUNTS_SCHEMA, full_note, past_note
-from notes_server.tools.scope import owned_note
+from notes_server.tools.described import (
+    LINK_COUNTS_SCHEMA,
+    described_note,
+    full_note,
+    past_note,
+)
+from notes_server.tools.scope import owned_note, owned_note_details
 from notes_server.tools.views import NOTE_ID, NOTE_SCHEMA, WORKSPACE_URI, schema
 
 if TYPE_CHECKING:
@@ -27,15 +32,17 @@ def _read_parts() -> tuple[
     Callable[[Engine], AbstractContextManager[Connection]],
     Callable[[str], list[Heading]],
     Callable[[str, str, list[Heading], str], Heading],
+    Callable[[Engine], AbstractContextManager[Connection]],
 ]:
-    """`read_tx`, `outline` and `select_section`: imported at the first read, not at start
-    (SQLAlchemy; `tools/list` comes first), and kept. An import statement inside the function
-    cost 1.5-2.3 µs at every call (timeit, shared machine under load, 2026-12-02)."""
-    from notes_server.store.engine import read_tx
+    """`read_tx`, `outline`, `select_section` and `read_statement`: imported at the first
+    read, not at start (SQLAlchemy; `tools/list` comes first), and kept. An import statement
+    inside the function cost 1.5-2.3 µs at every call (timeit, shared machine under load,
+    2026-12-02)."""
+    from notes_server.store.engine import read_statement, read_tx
     from notes_server.tools.outline import outline
     from notes_server.tools.sections import select_section
 
-    return read_tx, outline, select_section
+    return read_tx, outline, select_section, read_statement
 
 
 DEFAULT_LIMIT = 20_000
@@ -119,15 +126,23 @@ class ReadNote(Tool):
         return on_loop
 
     def call(self, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
-        read_tx = _read_parts()[0]
         version = args.get("version")
+        if version is None:
+            # The grant, the note and what the indexes know of it (tags, properties, link
+            # counts) in one statement: one snapshot without a transaction around it on SQLite
+            with _read_parts()[3](self.services.engine) as conn:
+                _, note, uri, details = owned_note_details(
+                    conn, ctx, args["workspaceUri"], args["noteId"]
+                )
+            return ToolResult(
+                self.bounded(note, described_note(note, uri, details, link_counts=True), args)
+            )
         past: Revision | None = None
         # owned_note reads the grant and the note in one statement; the indexes (tags,
-        # properties, link counts) in the same snapshot
-        with read_tx(self.services.engine) as conn:
+        # properties, link counts) and the version in the same snapshot
+        with _read_parts()[0](self.services.engine) as conn:
             _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
-            if version is not None:
-                past = self._past(conn, note, version)
+            past = self._past(conn, note, version)
             if past is None:
                 shown = note
                 view = full_note(conn, note, uri, link_counts=True)
@@ -159,7 +174,7 @@ class ReadNote(Tool):
         self, note: NoteRecord, view: dict[str, Any], args: dict[str, Any]
     ) -> dict[str, Any]:
         """The result for ``note`` shown as ``view`` (a full note), its body bounded."""
-        _, outline, select_section = _read_parts()
+        _, outline, select_section, _ = _read_parts()
         body = note.body
         headings = outline(body)
         start, end = 0, len(body)

@@ -6,6 +6,8 @@ check exact without a general JSON Schema dependency on the hot path.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from notes_server.values import surrogate_problem
@@ -28,63 +30,119 @@ def _type_ok(value: Any, expected: str) -> bool:
     return isinstance(value, _TYPES[expected])
 
 
+# A schema compiled to a check: (value, where) -> the first problem, or None.
+Check = Callable[[Any, str], "str | None"]
+MAX_COMPILED = 256
+# id(schema) -> (the schema, its check). The schema is kept, so its id cannot be reused while
+# its entry lives; the bound keeps schemas built per call (none today) from growing it.
+_COMPILED: dict[int, tuple[dict[str, Any], Check]] = {}
+_COMPILED_LOCK = threading.Lock()
+
+
 def validate(value: Any, schema: dict[str, Any], where: str = "arguments") -> str | None:
     """Return None if `value` satisfies `schema`, else one sentence naming the first problem.
 
     Every string, declared or not, must also be storable: a lone surrogate (from a `\\uD800`
-    escape) has no UTF-8 form, so the database and the encoder would fail on it later."""
-    return _validate(value, schema, where) or surrogate_problem(value, where)
+    escape) has no UTF-8 form, so the database and the encoder would fail on it later.
+
+    Schemas are constants (a tool's input, an edit's shape), so each is compiled once into
+    nested closures that hold its keywords: a call looks no keyword up in the schema's dicts.
+    A schema must not change once used here."""
+    return _compiled(schema)(value, where) or surrogate_problem(value, where)
 
 
-def _validate(value: Any, schema: dict[str, Any], where: str) -> str | None:
+def _compiled(schema: dict[str, Any]) -> Check:
+    entry = _COMPILED.get(id(schema))  # one dict read: atomic
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    check = _compile(schema)
+    with _COMPILED_LOCK:
+        if len(_COMPILED) >= MAX_COMPILED:
+            _COMPILED.clear()
+        _COMPILED[id(schema)] = (schema, check)
+    return check
+
+
+def _compile(schema: dict[str, Any]) -> Check:
+    """The check of one schema, in the order the subset is defined: type, const, enum, oneOf,
+    then the keywords of the value's own kind (string lengths, number bounds, members)."""
     expected = schema.get("type")
-    if expected is not None and not _type_ok(value, expected):
-        return f"{where} must be of type {expected}"
-    if "const" in schema and value != schema["const"]:
-        return f"{where} has an unexpected value"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where} must be one of the allowed values"
-    if "oneOf" in schema and not any(
-        _validate(value, option, where) is None for option in schema["oneOf"]
-    ):
-        return f"{where} must be one of the allowed values"
-    if isinstance(value, str):
-        return _validate_string(value, schema, where)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _validate_number(value, schema, where)
-    if isinstance(value, dict):
-        return _validate_object(value, schema, where)
-    return None
+    has_const, const = "const" in schema, schema.get("const")
+    has_enum, allowed = "enum" in schema, schema.get("enum")
+    options = [_compile(option) for option in schema["oneOf"]] if "oneOf" in schema else None
+    text = _string_check(schema)
+    number = _number_check(schema)
+    members = _object_check(schema)
+
+    def check(value: Any, where: str) -> str | None:
+        if expected is not None and not _type_ok(value, expected):
+            return f"{where} must be of type {expected}"
+        if has_const and value != const:
+            return f"{where} has an unexpected value"
+        if has_enum and value not in allowed:  # type: ignore[operator]
+            return f"{where} must be one of the allowed values"
+        if options is not None and not any(option(value, where) is None for option in options):
+            return f"{where} must be one of the allowed values"
+        if isinstance(value, str):
+            return text(value, where)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return number(value, where)
+        if isinstance(value, dict):
+            return members(value, where)
+        return None
+
+    return check
 
 
-def _validate_string(value: str, schema: dict[str, Any], where: str) -> str | None:
-    if len(value) < schema.get("minLength", 0):
-        return f"{where} must be at least {schema['minLength']} characters"
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        return f"{where} must be at most {schema['maxLength']} characters"
-    return None
+def _string_check(schema: dict[str, Any]) -> Callable[[str, str], str | None]:
+    shortest = schema.get("minLength", 0)
+    longest = schema.get("maxLength")
+
+    def check(value: str, where: str) -> str | None:
+        if len(value) < shortest:
+            return f"{where} must be at least {shortest} characters"
+        if longest is not None and len(value) > longest:
+            return f"{where} must be at most {longest} characters"
+        return None
+
+    return check
 
 
-def _validate_number(value: float, schema: dict[str, Any], where: str) -> str | None:
-    if "minimum" in schema and value < schema["minimum"]:
-        return f"{where} must be >= {schema['minimum']}"
-    if "maximum" in schema and value > schema["maximum"]:
-        return f"{where} must be <= {schema['maximum']}"
-    return None
+def _number_check(schema: dict[str, Any]) -> Callable[[float, str], str | None]:
+    has_minimum, minimum = "minimum" in schema, schema.get("minimum")
+    has_maximum, maximum = "maximum" in schema, schema.get("maximum")
+
+    def check(value: float, where: str) -> str | None:
+        if has_minimum and value < minimum:  # type: ignore[operator]
+            return f"{where} must be >= {minimum}"
+        if has_maximum and value > maximum:  # type: ignore[operator]
+            return f"{where} must be <= {maximum}"
+        return None
+
+    return check
 
 
-def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> str | None:
-    properties: dict[str, Any] = schema.get("properties", {})
-    for name in schema.get("required", ()):
-        if name not in value:
-            return f"{where}.{name} is required"
-    if schema.get("additionalProperties") is False:
-        for name in value:
-            if name not in properties:
-                return f"{where}.{name} is not an accepted property"
-    for name, item in value.items():
-        if name in properties:
-            problem = _validate(item, properties[name], f"{where}.{name}")
-            if problem is not None:
-                return problem
-    return None
+def _object_check(schema: dict[str, Any]) -> Callable[[dict[str, Any], str], str | None]:
+    properties: dict[str, Check] = {
+        name: _compile(item) for name, item in schema.get("properties", {}).items()
+    }
+    required = tuple(schema.get("required", ()))
+    closed = schema.get("additionalProperties") is False
+
+    def check(value: dict[str, Any], where: str) -> str | None:
+        for name in required:
+            if name not in value:
+                return f"{where}.{name} is required"
+        if closed:
+            for name in value:
+                if name not in properties:
+                    return f"{where}.{name} is not an accepted property"
+        for name, item in value.items():
+            member = properties.get(name)
+            if member is not None:
+                problem = member(item, f"{where}.{name}")
+                if problem is not None:
+                    return problem
+        return None
+
+    return check

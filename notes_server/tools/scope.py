@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection
 
+    from notes_server.store.details import Details, GrantedDetails
     from notes_server.store.notes import Granted, NoteRecord
     from notes_server.tools.services import Services
 
@@ -137,6 +138,14 @@ def _get_granted() -> Callable[[Connection, str, str, str], Granted | None]:
     return get_granted
 
 
+@cache
+def _granted_details() -> Callable[[Connection, str, str, str], GrantedDetails | None]:
+    """`store.details.granted_details`, imported at the first read and kept (as above)."""
+    from notes_server.store.details import granted_details
+
+    return granted_details
+
+
 def owned_note(
     conn: Connection, ctx: CallContext, workspace_text: object, note_id: str, *, write: bool
 ) -> tuple[WorkspaceUri, NoteRecord, str]:
@@ -145,11 +154,38 @@ def owned_note(
     the note are read in one statement; the checks and their order are `authorize`'s."""
     workspace = _workspace(conn, ctx, workspace_text, write=write)
     granted = _get_granted()(conn, ctx.principal, workspace.uri, note_id)
+    note = _owned(conn, ctx, workspace, granted, note_id, write=write)
+    return workspace, note, contain(workspace, note)
+
+
+def owned_note_details(
+    conn: Connection, ctx: CallContext, workspace_text: object, note_id: str
+) -> tuple[WorkspaceUri, NoteRecord, str, Details]:
+    """`owned_note` for a read that also shows the note's tags, properties and link counts:
+    the grant, the note and those in one statement (`store.details.granted_details`), the
+    same checks in the same order."""
+    workspace = _workspace(conn, ctx, workspace_text, write=False)
+    granted = _granted_details()(conn, ctx.principal, workspace.uri, note_id)
+    note = _owned(conn, ctx, workspace, granted, note_id, write=False)
+    assert granted is not None and granted.details is not None  # a note comes with them
+    return workspace, note, contain(workspace, note), granted.details
+
+
+def _owned(
+    conn: Connection,
+    ctx: CallContext,
+    workspace: WorkspaceUri,
+    granted: Granted | GrantedDetails | None,
+    note_id: str,
+    *,
+    write: bool,
+) -> NoteRecord:
+    """The grant check (refusal), then the note's existence (not found)."""
     if granted is None or not _allowed(granted.role, workspace, ctx, write=write):
         raise refusal(conn, ctx, write=write)
     if granted.note is None:
         raise not_found(note_id)
-    return workspace, granted.note, contain(workspace, granted.note)
+    return granted.note
 
 
 def contain(workspace: WorkspaceUri, note: NoteRecord) -> str:

@@ -19,6 +19,7 @@ from notes_server.protocol.envelope import (
     decode,
     encode_error,
     encode_result,
+    parse_json,
 )
 
 
@@ -306,3 +307,100 @@ def test_values_json_cannot_encode_still_fail_as_type_errors() -> None:
         encode_result(1, {"when": datetime(2026, 1, 1)})
     with pytest.raises(TypeError):
         dump_text({"obj": object()})
+
+
+# -- parse_json reads compact canonical messages with orjson: the same verdicts as the stdlib --
+
+
+def _reference(raw: bytes) -> tuple[str, Any]:
+    """What the strict stdlib decoder alone says of `raw`: ("value", v) or ("refused", None)."""
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({key for key, _ in pairs}) != len(pairs):
+            raise ValueError("duplicate")
+        return dict(pairs)
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+    except (ValueError, RecursionError):
+        return "refused", None
+    return "value", value
+
+
+def _outcome(raw: bytes) -> tuple[str, Any]:
+    try:
+        return "value", parse_json(raw)
+    except DecodeFailure:
+        return "refused", None
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_values)
+def test_a_compact_message_reads_as_the_stdlib_reads_it(value: Any) -> None:
+    for raw in (
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(),
+        json.dumps(value).encode(),
+    ):
+        got = _outcome(raw)
+        assert got == _reference(raw)
+        assert repr(got) == repr(_reference(raw))  # ints stay ints, -0.0 stays -0.0
+
+
+@given(st.dictionaries(st.text(max_size=3), _scalars, min_size=1, max_size=4), _scalars)
+def test_a_duplicate_key_in_a_compact_object_is_refused(
+    members: dict[str, Any], extra: Any
+) -> None:
+    body = json.dumps(members, separators=(",", ":"), ensure_ascii=False)
+    key = json.dumps(next(iter(members)), ensure_ascii=False)
+    raw = (body[:-1] + "," + key + ":" + json.dumps(extra) + "}").encode()
+    assert _reference(raw) == ("refused", None)
+    assert _outcome(raw) == ("refused", None)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":1}}',
+        b'{"jsonrpc":"2.0","id":1,"id":1,"method":"m"}',
+        b'{"a":18446744073709551616}',
+        b'{"a":-9223372036854775809}',
+        b'{"a":1e400}',
+        b'{"a":NaN}',
+        b'{"a":"\\ud800"}',
+        b'{"a":"\xff"}',
+    ],
+)
+def test_what_orjson_reads_otherwise_gets_the_stdlib_verdict(raw: bytes) -> None:
+    assert repr(_outcome(raw)) == repr(_reference(raw))
+    if b'"a":1,"a"' in raw or b'"id":1,"id"' in raw:
+        assert failure_of(raw).error.code == INVALID_REQUEST
+
+
+def test_a_compact_message_nested_too_deep_is_still_refused() -> None:
+    raw = b'{"jsonrpc":"2.0","id":3,"method":"m","params":{"a":' + b"[" * 64 + b"]" * 64 + b"}}"
+    failure = failure_of(raw)
+    assert (failure.error.code, failure.request_id) == (INVALID_PARAMS, 3)
+
+
+def test_integers_beyond_64_bits_stay_exact() -> None:
+    assert parse_json(b'{"a":18446744073709551616}') == {"a": 18446744073709551616}
+    assert type(parse_json(b"[-9223372036854775809]")[0]) is int

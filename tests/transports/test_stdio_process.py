@@ -211,3 +211,30 @@ def test_an_unmigrated_explicit_database_is_refused_with_a_hint(
     assert process.close() == 2
     assert process.transcript == []
     assert "notes-server migrate" in process.stderr_text()
+
+
+def test_a_note_changed_by_another_server_process_reads_changed_at_once(
+    migrated_engine: Engine, spawn_server: Spawn, grant: Grant
+) -> None:
+    """`notes_read` is one statement on each request, nothing remembered between requests: a
+    write committed by another `serve` process on the same database (its tags and links
+    included) shows in this process's very next read."""
+    grant("alice", NOTES)
+    reader, writer = spawn_server(), spawn_server()
+
+    def call(process: ServerProcess, tool: str, **arguments: Any) -> dict[str, Any]:
+        reply = process.request("tools/call", {"name": tool, "arguments": arguments})
+        assert reply["result"]["isError"] is False, reply
+        structured: dict[str, Any] = reply["result"]["structuredContent"]
+        return structured
+
+    made = call(writer, "notes_create", workspaceUri=NOTES, title="Moving", body="first #old")
+    note_id = made["note"]["id"]
+    before = call(reader, "notes_read", workspaceUri=NOTES, noteId=note_id)["note"]
+    assert (before["version"], before["tags"], before["links"]["outgoing"]) == (1, ["old"], 0)
+
+    call(writer, "notes_update", workspaceUri=NOTES, noteId=note_id, body="see [[Moving]] #new")
+    after = call(reader, "notes_read", workspaceUri=NOTES, noteId=note_id)
+    assert after["note"]["version"] == 2 and after["note"]["body"] == "see [[Moving]] #new"
+    assert after["note"]["tags"] == ["new"]
+    assert after["note"]["links"] == {"outgoing": 1, "unresolved": 0, "incoming": 1}

@@ -16,9 +16,7 @@ state may be answered `accept` later.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -51,13 +49,17 @@ def allows_url_elicitation(capabilities: dict[str, Any]) -> bool:
 
 def link_hash(secret: str) -> str:
     """What the database keeps of a one-time link secret."""
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    from hashlib import sha256  # not at start: hashlib loads OpenSSL (~2.5 ms)
+
+    return sha256(secret.encode("utf-8")).hexdigest()
 
 
 def set_digest(items: Sequence[tuple[str, int, str]]) -> str:
     """SHA-256 over the bound (id, version) pairs: the state carries this, the row the set."""
     pairs = sorted([item[0], item[1]] for item in items)
-    return hashlib.sha256(json.dumps(pairs, separators=(",", ":")).encode()).hexdigest()
+    from hashlib import sha256
+
+    return sha256(json.dumps(pairs, separators=(",", ":")).encode()).hexdigest()
 
 
 def last_segment(workspace: str) -> str:
@@ -202,6 +204,8 @@ class PurgeNotes(ConfirmedAction):
         self, conn: Connection, ctx: CallContext, workspace: str, items: Sequence[Item]
     ) -> dict[str, Any]:
         """Store a pending approval for exactly `items`; the state payload that names it."""
+        import secrets  # not at start: it loads hashlib, and hashlib OpenSSL
+
         from notes_server.store import approvals
 
         approval_id = "pa-" + secrets.token_hex(16)
