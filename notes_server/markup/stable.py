@@ -9,10 +9,11 @@ bodies, and False whenever it cannot tell (the caller then parses).
 The changed span is what lies between the common head and the common tail of the two bodies.
 It leaves every link and tag as it was when
 
-- the lines it touches, in both bodies, hold none of ``[ ] ( ) ` ~ " #`` and are not blank: no
-  link, tag, code span or fence can start, end or sit on them (a wiki link and a link text
-  never cross a line; a markdown link's title can follow on a later line, after blank lines,
-  which is why blank lines and ``"`` do not qualify), so no match elsewhere reads differently;
+- the lines it touches, in both bodies, hold none of ``[ ] ( ) ` ~ "`` and no ``#`` before a
+  word character: no link, tag, code span or fence can start, end or sit on them (a wiki link
+  and a link text never cross a line; a markdown link's title can follow its destination on a
+  later line, after blank lines, which is why ``"`` does not qualify, nor a blank line whose
+  last word before it holds a ``(``), so no match elsewhere reads differently;
 - and no ``[ ] ( )`` lies within `links.CONTEXT` (+2) characters of it, in either body: every
   link's backlink context (the characters around it, and whether it reaches either end of the
   body) stays the same text.
@@ -24,9 +25,12 @@ import re
 
 from notes_server.markup.links import CONTEXT
 
-_LINE_UNSAFE = re.compile(r"[\[\]()`~\"#]")
+# A "#" followed by a word character could be a tag (one before a space, another "#" or the
+# line's end starts none, wherever the text before it changes: a heading's "## " is safe).
+_LINE_UNSAFE = re.compile(r"[\[\]()`~\"]|#\w")
 _NEAR_UNSAFE = re.compile(r"[\[\]()]")
 _MARGIN = CONTEXT + 2
+_LOOK_BACK = 2048
 
 
 def common_head(a: str, b: str) -> int:
@@ -61,7 +65,29 @@ def _touched_lines_safe(text: str, start: int, end: int) -> bool:
     lines = text[first : len(text) if last < 0 else last]
     if _LINE_UNSAFE.search(lines) is not None:
         return False
-    return all(line.strip() for line in lines.split("\n"))
+    start = first
+    for line in lines.split("\n"):
+        if not line.strip() and _after_destination(text, start):
+            return False
+        start += len(line) + 1
+    return True
+
+
+def _after_destination(text: str, position: int) -> bool:
+    """Whether the blank stretch at ``position`` could be the gap between a markdown link's
+    destination and its title on a later line: the last word before it holds a "(" (or the
+    stretch is too long to look back over)."""
+    index = position - 1
+    while index >= 0 and text[index].isspace():
+        index -= 1
+        if position - index > _LOOK_BACK:
+            return True
+    word_end = index + 1
+    while index >= 0 and not text[index].isspace():
+        index -= 1
+        if word_end - index > _LOOK_BACK:
+            return True
+    return "(" in text[index + 1 : word_end]
 
 
 def same_links_and_tags(old: str, new: str) -> bool:

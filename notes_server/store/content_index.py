@@ -53,6 +53,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
@@ -199,21 +200,6 @@ def _insert_sql(table: str, columns: Sequence[str]) -> tuple[str, Sequence[str]]
 _TAG_SQL = _insert_sql("note_tags", _TAG_COLUMNS)
 
 
-def _insert(
-    conn: Connection,
-    statement: Any,
-    driver_sql: tuple[str, Sequence[str]],
-    rows: list[dict[str, Any]],
-) -> None:
-    """Insert many rows: one executemany on the driver (plain text and numbers: no type
-    processing needed), else through Core."""
-    if uses_driver(conn):
-        sql, columns = driver_sql
-        driver_connection(conn).executemany(sql, [[row[c] for c in columns] for row in rows])
-    else:
-        conn.execute(statement, rows)
-
-
 def _write(stmt: DriverWrite, conn: Connection, values: dict[str, Any]) -> None:
     if uses_driver(conn):
         stmt.rowcount(conn, values)
@@ -255,7 +241,8 @@ def link_keys(source_path: str, link: Link) -> LinkKeys | None:
     if link.kind == MARKDOWN:
         path = resolve_relative(source_path, link.target)
         return None if path is None else LinkKeys(path, None)
-    path_key = unicodedata.normalize("NFC", link.target.removeprefix("/")) or None
+    path = link.target.removeprefix("/")
+    path_key = (path if path.isascii() else unicodedata.normalize("NFC", path)) or None
     key = title_key(link.target) if len(link.target) <= MAX_TITLE_TARGET else None
     return LinkKeys(path_key, key or None)
 
@@ -410,22 +397,20 @@ def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> N
         for row in rows
     ]
     if uses_driver(conn):
-        sql, names = _driver_insert_link(conn)
-        driver_connection(conn).executemany(sql, [[v[n] for n in names] for v in values])
+        driver_connection(conn).executemany(_driver_insert_link(conn), values)
     else:
         conn.execute(_INSERT_LINK, values)
 
 
-_DRIVER_INSERT_LINK: list[tuple[str, tuple[str, ...]]] = []
+_DRIVER_INSERT_LINK: list[str] = []
 
 
-def _driver_insert_link(conn: Connection) -> tuple[str, tuple[str, ...]]:
-    """`_INSERT_LINK` compiled once for pysqlite: its text and the bind name of each
-    positional parameter (a name can repeat: the resolution reads the keys again)."""
+def _driver_insert_link(conn: Connection) -> str:
+    """`_INSERT_LINK` compiled once for pysqlite with named parameters (the rows' dicts bind
+    as they are; a name can repeat: the resolution reads the keys again)."""
     if not _DRIVER_INSERT_LINK:
-        compiled = _INSERT_LINK.compile(dialect=conn.dialect)
-        names = tuple(compiled.binds[name].key for name in compiled.positiontup or ())
-        _DRIVER_INSERT_LINK.append((compiled.string, names))
+        dialect = SQLiteDialect_pysqlite(paramstyle="named")
+        _DRIVER_INSERT_LINK.append(_INSERT_LINK.compile(dialect=dialect).string)
     return _DRIVER_INSERT_LINK[0]
 
 
@@ -449,12 +434,18 @@ def _sync_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> Non
 
 
 def _insert_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
+    if not names:
+        return
+    if uses_driver(conn):
+        driver_connection(conn).executemany(
+            _TAG_SQL[0], [(note.id, tag_key(tag), note.workspace, tag) for tag in names]
+        )
+        return
     rows = [
         {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
         for tag in names
     ]
-    if rows:
-        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
+    conn.execute(_INSERT_TAG, rows)
 
 
 def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
@@ -481,11 +472,13 @@ def _reresolve(
     target changes."""
     path1, path2 = (list(paths) * 2)[:2]
     title1, title2 = (list(title_keys) * 2)[:2]
+    lookup1 = lookup_key(path1)
+    lookup3 = lookup_key(title1)
     values = {
-        "lookup1": lookup_key(path1),
-        "lookup2": lookup_key(path2),
-        "lookup3": lookup_key(title1),
-        "lookup4": lookup_key(title2),
+        "lookup1": lookup1,
+        "lookup2": lookup1 if path2 == path1 else lookup_key(path2),
+        "lookup3": lookup3,
+        "lookup4": lookup3 if title2 == title1 else lookup_key(title2),
         "in_workspace": workspace,
         "path1": path1,
         "path2": path2,

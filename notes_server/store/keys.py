@@ -9,6 +9,8 @@ import unicodedata
 def title_key(title: str) -> str:
     """Case-insensitive match key for titles: NFC, full Unicode case folding (NFC again, as
     folding can decompose), whitespace runs of any kind collapsed to one space."""
+    if title.isascii():  # NFC leaves ASCII as it is, and its case folding is lower()
+        return " ".join(title.lower().split())
     folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", title).casefold())
     return " ".join(folded.split())
 

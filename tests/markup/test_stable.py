@@ -18,6 +18,11 @@ PIECES = [
     "[[Plan#Q3|the plan]] ",
     "[notes](sub/notes.md) ",
     '[t](a.md\n  "title") ',
+    '[t](b.md\n\n   \n"title") ',
+    "[t](c.md\n\n",
+    "\n  \n",
+    "## Section 2\n",
+    "x#y ",
     "![img](pic.md) ",
     "#tag ",
     "#nested/tag ",
@@ -58,7 +63,7 @@ def test_common_head_and_tail_are_the_longest_shared_ends() -> None:
 def test_an_edit_judged_away_from_links_and_tags_parses_the_same() -> None:
     rng = random.Random(22)
     judged_same = changed = 0
-    for _ in range(4000):
+    for _ in range(6000):
         old = "".join(
             rng.choice(PIECES if rng.random() < 0.3 else FILLER)
             for _ in range(rng.randrange(1, 40))
@@ -82,3 +87,18 @@ def test_edits_near_or_on_link_and_tag_syntax_are_not_judged_the_same() -> None:
     assert not same_links_and_tags(body, body.replace("here.", "there."))  # in the context
     assert not same_links_and_tags(body, body.replace("Tagged", "Tagging"))  # a tag's line
     assert not same_links_and_tags(body, body.replace("Intro line.\n", "Intro line.\n\n"))
+
+
+def test_a_blank_line_after_a_link_destination_is_part_of_the_link() -> None:
+    # Destination and gap longer than the context margin: only the blank line tells.
+    body = "See [t](" + "d" * 70 + ".md\n\n" + " " * 70 + '"title") end.\n' + "filler. " * 10
+    filled = body.replace(".md\n\n", ".md\nx\n")
+    assert parsed(body) != parsed(filled)  # the link is gone
+    assert not same_links_and_tags(body, filled)
+
+
+def test_appending_to_a_section_under_headings_is_judged_the_same() -> None:
+    body = "## Section 1\nwords and words\n\n## Section 2\nmore words\n"
+    appended = body.replace("words and words\n", "words and words\nline 5\n")
+    assert same_links_and_tags(body, appended)
+    assert parsed(body) == parsed(appended)
