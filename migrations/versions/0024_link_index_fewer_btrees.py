@@ -6,7 +6,7 @@ leaf of each. Now:
 
 - `note_links` is keyed by (note_id, position), WITHOUT ROWID on SQLite: the table is its own
   by-note index (the `id` column and `ix_note_links_note` go);
-- one lookup index over `(workspace, lookup_key)` replaces the two over the path and the title
+- one lookup index over `(lookup_key, workspace)` replaces the two over the path and the title
   key (`lookup_key`: the target's title key without leading slashes or spaces, see
   `notes_server.store.keys.lookup_key`; a note looks for the links that may name it by the
   lookup keys of its path and title, and the exact path/title columns decide);
@@ -126,7 +126,7 @@ def upgrade() -> None:
         op.drop_index(name, table_name="note_links")
     op.drop_table("note_links")
     op.rename_table(NEW, "note_links")
-    op.create_index("ix_note_links_lookup", "note_links", ["workspace", "lookup_key"])
+    op.create_index("ix_note_links_lookup", "note_links", ["lookup_key", "workspace"])
     op.create_index(
         "ix_note_links_target",
         "note_links",

@@ -80,7 +80,7 @@ links_table = Table(
     Column("target_id", String(40), nullable=True),
     Column("context", String(400), nullable=False),
     PrimaryKeyConstraint("note_id", "position", name="pk_note_links"),
-    Index("ix_note_links_lookup", "workspace", "lookup_key"),
+    Index("ix_note_links_lookup", "lookup_key", "workspace"),
     Index(
         "ix_note_links_target",
         "target_id",
