@@ -24,6 +24,8 @@ _TAG = re.compile(r"\w[\w/-]*")
 
 def tag_key(tag: str) -> str:
     """What makes two spellings the same tag: NFC and full case folding."""
+    if tag.isascii():  # NFC leaves ASCII as it is, and its case folding is lower()
+        return tag.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", tag).casefold())
 
 

@@ -53,12 +53,14 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
 from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
+from notes_server.markup.stable import same_links_and_tags
 from notes_server.markup.tags import body_tags, tag_key, unique
 from notes_server.store.engine import DriverRead, DriverWrite, driver_connection, uses_driver
-from notes_server.store.keys import title_key
+from notes_server.store.keys import lookup_key, title_key
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import links_table as links
 from notes_server.store.models import notes_table as notes
@@ -72,15 +74,16 @@ CHUNK = 500
 _DELETE_LINKS = DriverWrite(delete(links).where(links.c.note_id == bindparam("note_id")))
 _DELETE_TAGS = DriverWrite(delete(tags).where(tags.c.note_id == bindparam("note_id")))
 _INSERT_TAG = insert(tags)
-_DELETE_LINK = delete(links).where(links.c.id == bindparam("link_id"))
+_DELETE_LINK = delete(links).where(
+    links.c.note_id == bindparam("link_note"), links.c.position == bindparam("link_position")
+)
 _DELETE_TAG = delete(tags).where(
     tags.c.note_id == bindparam("tag_note"), tags.c.tag_key == bindparam("key")
 )
 _EXTRA = DriverRead(select(front.c.extra).where(front.c.note_id == bindparam("note_id")))
-# A note's stored links as `LinkRow`s (after their ids) and its tags: what an edit compares.
+# A note's stored links as `LinkRow`s and its tags: what an edit compares.
 _STORED_LINKS = DriverRead(
     select(
-        links.c.id,
         links.c.position,
         links.c.kind,
         links.c.target,
@@ -133,25 +136,23 @@ _INSERT_LINK = insert(links).values(
     heading=bindparam("hd"),
     path_key=bindparam("pk"),
     title_key=bindparam("tk"),
+    lookup_key=bindparam("lk"),
     context=bindparam("ctx"),
     target_id=_resolved(bindparam("ws"), bindparam("pk"), bindparam("tk")),
 )
 # Resolve again the links that could name a note by one of two paths or two title keys (a
-# note's old and new ones; the same twice when there is one), each side through its own
-# index; only a link whose resolution changes is written.
+# note's old and new ones; the same twice when there is one): the lookup index finds the
+# candidates by the lookup keys of those paths and titles, the exact keys keep the links that
+# match; only a link whose resolution changes is written.
 _TARGET = _resolved(links.c.workspace, links.c.path_key, links.c.title_key)
 _RERESOLVE = DriverWrite(
     update(links)
     .where(
+        links.c.workspace == bindparam("in_workspace"),
+        links.c.lookup_key.in_([bindparam(f"lookup{i}") for i in range(1, 5)]),
         or_(
-            and_(
-                links.c.workspace == bindparam("in_workspace"),
-                links.c.path_key.in_([bindparam("path1"), bindparam("path2")]),
-            ),
-            and_(
-                links.c.workspace == bindparam("in_workspace"),
-                links.c.title_key.in_([bindparam("title1"), bindparam("title2")]),
-            ),
+            links.c.path_key.in_([bindparam("path1"), bindparam("path2")]),
+            links.c.title_key.in_([bindparam("title1"), bindparam("title2")]),
         ),
         links.c.target_id.is_distinct_from(_TARGET),
     )
@@ -199,21 +200,6 @@ def _insert_sql(table: str, columns: Sequence[str]) -> tuple[str, Sequence[str]]
 _TAG_SQL = _insert_sql("note_tags", _TAG_COLUMNS)
 
 
-def _insert(
-    conn: Connection,
-    statement: Any,
-    driver_sql: tuple[str, Sequence[str]],
-    rows: list[dict[str, Any]],
-) -> None:
-    """Insert many rows: one executemany on the driver (plain text and numbers: no type
-    processing needed), else through Core."""
-    if uses_driver(conn):
-        sql, columns = driver_sql
-        driver_connection(conn).executemany(sql, [[row[c] for c in columns] for row in rows])
-    else:
-        conn.execute(statement, rows)
-
-
 def _write(stmt: DriverWrite, conn: Connection, values: dict[str, Any]) -> None:
     if uses_driver(conn):
         stmt.rowcount(conn, values)
@@ -255,7 +241,8 @@ def link_keys(source_path: str, link: Link) -> LinkKeys | None:
     if link.kind == MARKDOWN:
         path = resolve_relative(source_path, link.target)
         return None if path is None else LinkKeys(path, None)
-    path_key = unicodedata.normalize("NFC", link.target.removeprefix("/")) or None
+    path = link.target.removeprefix("/")
+    path_key = (path if path.isascii() else unicodedata.normalize("NFC", path)) or None
     key = title_key(link.target) if len(link.target) <= MAX_TITLE_TARGET else None
     return LinkKeys(path_key, key or None)
 
@@ -344,6 +331,11 @@ def index_note_content(
             extra = _stored_extra(conn, note.id)
         _insert_links(conn, note, link_rows(note.body, note.path))
         _insert_tags(conn, note, _note_tags(note.body, extra))
+    elif note.path == previous.path and same_links_and_tags(previous.body, note.body):
+        # The edit is away from every link and tag (told without parsing either body): the
+        # rows stand; only a front matter change can change the tags.
+        if extra is not None:
+            _sync_tags(conn, note, _note_tags(note.body, extra))
     else:
         rows = link_rows(note.body, note.path)
         if rows != link_rows(previous.body, previous.path):
@@ -399,27 +391,26 @@ def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> N
             "hd": row.heading,
             "pk": row.path_key,
             "tk": row.title_key,
+            "lk": lookup_key((row.path_key or "") if row.kind == MARKDOWN else row.target),
             "ctx": row.context,
         }
         for row in rows
     ]
     if uses_driver(conn):
-        sql, names = _driver_insert_link(conn)
-        driver_connection(conn).executemany(sql, [[v[n] for n in names] for v in values])
+        driver_connection(conn).executemany(_driver_insert_link(conn), values)
     else:
         conn.execute(_INSERT_LINK, values)
 
 
-_DRIVER_INSERT_LINK: list[tuple[str, tuple[str, ...]]] = []
+_DRIVER_INSERT_LINK: list[str] = []
 
 
-def _driver_insert_link(conn: Connection) -> tuple[str, tuple[str, ...]]:
-    """`_INSERT_LINK` compiled once for pysqlite: its text and the bind name of each
-    positional parameter (a name can repeat: the resolution reads the keys again)."""
+def _driver_insert_link(conn: Connection) -> str:
+    """`_INSERT_LINK` compiled once for pysqlite with named parameters (the rows' dicts bind
+    as they are; a name can repeat: the resolution reads the keys again)."""
     if not _DRIVER_INSERT_LINK:
-        compiled = _INSERT_LINK.compile(dialect=conn.dialect)
-        names = tuple(compiled.binds[name].key for name in compiled.positiontup or ())
-        _DRIVER_INSERT_LINK.append((compiled.string, names))
+        dialect = SQLiteDialect_pysqlite(paramstyle="named")
+        _DRIVER_INSERT_LINK.append(_INSERT_LINK.compile(dialect=dialect).string)
     return _DRIVER_INSERT_LINK[0]
 
 
@@ -427,25 +418,34 @@ def _sync_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> Non
     """Make the stored links of ``note`` (same workspace) read ``rows``: the rows that differ
     go, the missing ones are inserted and resolved; an unchanged row keeps its resolution
     (kept current by `_reresolve` as notes appear, go and change)."""
-    stored = {LinkRow(*row[1:]): row[0] for row in _read(_STORED_LINKS, conn, {"note_id": note.id})}
+    stored = {LinkRow(*row) for row in _read(_STORED_LINKS, conn, {"note_id": note.id})}
     wanted = set(rows)
-    gone = [link_id for row, link_id in stored.items() if row not in wanted]
+    gone = [row.position for row in stored if row not in wanted]
     if gone and uses_driver(conn):
         driver_connection(conn).executemany(
-            "DELETE FROM note_links WHERE id = ?", [(link_id,) for link_id in gone]
+            "DELETE FROM note_links WHERE note_id = ? AND position = ?",
+            [(note.id, position) for position in gone],
         )
     elif gone:
-        conn.execute(_DELETE_LINK, [{"link_id": link_id} for link_id in gone])
+        conn.execute(
+            _DELETE_LINK, [{"link_note": note.id, "link_position": position} for position in gone]
+        )
     _insert_links(conn, note, [row for row in rows if row not in stored])
 
 
 def _insert_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
+    if not names:
+        return
+    if uses_driver(conn):
+        driver_connection(conn).executemany(
+            _TAG_SQL[0], [(note.id, tag_key(tag), note.workspace, tag) for tag in names]
+        )
+        return
     rows = [
         {"note_id": note.id, "tag_key": tag_key(tag), "workspace": note.workspace, "tag": tag}
         for tag in names
     ]
-    if rows:
-        _insert(conn, _INSERT_TAG, _TAG_SQL, rows)
+    conn.execute(_INSERT_TAG, rows)
 
 
 def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
@@ -472,7 +472,13 @@ def _reresolve(
     target changes."""
     path1, path2 = (list(paths) * 2)[:2]
     title1, title2 = (list(title_keys) * 2)[:2]
+    lookup1 = lookup_key(path1)
+    lookup3 = lookup_key(title1)
     values = {
+        "lookup1": lookup1,
+        "lookup2": lookup1 if path2 == path1 else lookup_key(path2),
+        "lookup3": lookup3,
+        "lookup4": lookup3 if title2 == title1 else lookup_key(title2),
         "in_workspace": workspace,
         "path1": path1,
         "path2": path2,

@@ -31,7 +31,7 @@ _OUTGOING = DriverRead(
     .limit(bindparam("limit"))
 )
 _first = (
-    select(links.c.note_id, func.min(links.c.id).label("first"), func.count().label("links"))
+    select(links.c.note_id, func.min(links.c.position).label("first"), func.count().label("links"))
     .where(links.c.target_id == bindparam("note_id"), links.c.workspace == bindparam("workspace"))
     .group_by(links.c.note_id)
     .subquery()
@@ -39,7 +39,7 @@ _first = (
 _INCOMING = DriverRead(
     select(*COLUMNS, links.c.context, _first.c.links)
     .select_from(_first)
-    .join(links, links.c.id == _first.c.first)
+    .join(links, and_(links.c.note_id == _first.c.note_id, links.c.position == _first.c.first))
     .join(notes, and_(notes.c.id == _first.c.note_id, notes.c.workspace == links.c.workspace))
     .order_by(notes.c.path)
     .limit(bindparam("limit"))

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -56,33 +57,41 @@ notes_table = Table(
     Index("ix_notes_workspace_updated", "workspace", "updated_at"),
 )
 
-# One row per link in a note's body (migration 0014), rebuilt whenever the note is
-# written (`store.content_index`). `target_id` is the note it resolves to in the same workspace,
-# NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are what it
-# can match (a markdown link has no title), so a note created, renamed or moved finds the
-# links waiting for it through two indexes. `context` is the excerpt shown with a backlink.
+# One row per link in a note's body (migrations 0014, 0024), kept in step with every write of
+# the note (`store.content_index`). `target_id` is the note it resolves to in the same
+# workspace, NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are
+# what it can match exactly (a markdown link has no title); `lookup_key` (`keys.lookup_key`) is
+# the one indexed key by which a note created, renamed or moved finds the links that may name
+# it. `context` is the excerpt shown with a backlink. On SQLite the table is WITHOUT ROWID,
+# clustered on (note_id, position): it is its own by-note index, and a note's links sit on one
+# leaf; backlinks go through a partial index of the resolved links only.
 links_table = Table(
     "note_links",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("workspace", String(2048), nullable=False),
     Column("note_id", String(40), nullable=False),
     Column("position", Integer, nullable=False),
+    Column("workspace", String(2048), nullable=False),
     Column("kind", String(10), nullable=False),
     Column("target", String(1024), nullable=False),
     Column("heading", String(500), nullable=True),
     Column("path_key", String(2048), nullable=True),
     Column("title_key", String(2048), nullable=True),
+    Column("lookup_key", String(2048), nullable=False),
     Column("target_id", String(40), nullable=True),
     Column("context", String(400), nullable=False),
-    Index("ix_note_links_note", "note_id", "position"),
-    Index("ix_note_links_target", "target_id"),
-    Index("ix_note_links_workspace_path", "workspace", "path_key"),
-    Index("ix_note_links_workspace_title", "workspace", "title_key"),
+    PrimaryKeyConstraint("note_id", "position", name="pk_note_links"),
+    Index("ix_note_links_lookup", "lookup_key", "workspace"),
+    Index(
+        "ix_note_links_target",
+        "target_id",
+        sqlite_where=text("target_id IS NOT NULL"),
+        postgresql_where=text("target_id IS NOT NULL"),
+    ),
+    sqlite_with_rowid=False,
 )
 
 # The tags of a note (body and front matter), one row per tag key, spelled as first written in
-# that note; rebuilt with the links.
+# that note; kept with the links. WITHOUT ROWID on SQLite (migration 0024): the key is the table.
 tags_table = Table(
     "note_tags",
     metadata,
@@ -91,6 +100,7 @@ tags_table = Table(
     Column("workspace", String(2048), nullable=False),
     Column("tag", String(200), nullable=False),
     Index("ix_note_tags_workspace_tag", "workspace", "tag_key"),
+    sqlite_with_rowid=False,
 )
 
 # A superseded version of a note (store.history): the whole content as it was, kept in the

@@ -140,6 +140,30 @@ def test_the_timeline_structured_content_carries_notes_and_day_counts(
     }
 
 
+def test_the_timeline_shows_each_notes_tags(
+    call_tool: Call, ids: dict[str, str], migrated_engine: Engine
+) -> None:
+    from datetime import UTC, datetime
+
+    from notes_server.store import notes
+    from notes_server.store.engine import write_tx
+
+    with write_tx(migrated_engine) as conn:
+        tagged = notes.insert_note(
+            conn,
+            workspace=NOTES,
+            path="journal/tagged.md",
+            title="Tagged",
+            body="#garden and #Plans/Q1 `#code`",
+            now=datetime(2026, 3, 1, 7, 0, tzinfo=UTC),
+        )
+
+    shown = {n["id"]: n["tags"] for n in _timeline(call_tool)["structuredContent"]["notes"]}
+
+    assert shown[tagged.id] == ["garden", "Plans/Q1"]
+    assert shown[ids["Garden"]] == []
+
+
 @pytest.mark.parametrize(
     ("arguments", "titles"),
     [

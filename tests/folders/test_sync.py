@@ -361,3 +361,38 @@ def test_a_sync_that_deletes_a_note_removes_its_history(
     assert synced()["deleted"] == 1
 
     assert revisions(db) == []
+
+
+def test_a_sync_indexes_the_links_tags_and_properties_of_what_it_brings_in(
+    sync: Sync, vault: Path, db: Path
+) -> None:
+    (vault / "sub").mkdir(parents=True)
+    (vault / "sub" / "b.md").write_text("beta\n", "utf-8")
+    (vault / "a.md").write_text(
+        "---\ntags: [fm]\nstatus: draft\n---\nsee [b](sub/b.md) #alpha\n", "utf-8"
+    )
+
+    def index() -> tuple[list[tuple[str, str | None]], list[str], str]:
+        with sqlite3.connect(db) as conn:
+            a_id = notes(db)["a.md"][0]
+            links = conn.execute(
+                "SELECT target, target_id FROM note_links WHERE note_id = ? ORDER BY position",
+                (a_id,),
+            ).fetchall()
+            tags = [
+                r[0] for r in conn.execute("SELECT tag FROM note_tags WHERE note_id = ?", (a_id,))
+            ]
+            (extra,) = conn.execute(
+                "SELECT extra FROM note_front_matter WHERE note_id = ?", (a_id,)
+            ).fetchone()
+        return links, sorted(tags), str(extra)
+
+    assert sync()["imported"] == 2
+    links, tags, extra = index()
+    assert (links, tags) == ([("sub/b.md", notes(db)["sub/b.md"][0])], ["alpha", "fm"])
+    assert "status: draft" in extra
+
+    (vault / "a.md").write_text("---\ntags: [other]\n---\nno link now #beta\n", "utf-8")
+    assert sync()["updated"] == 1
+    links, tags, _ = index()
+    assert (links, tags) == ([], ["beta", "other"])

@@ -105,7 +105,9 @@ def test_a_deleted_note_leaves_no_rows_and_its_backlinks_dangle_or_move_on(
         targets = [o.target and o.target.id for o in links.outgoing(conn, source, limit=10)]
         assert targets == [second.id, None]
         assert tags.tags_of(conn, [first.id]) == {first.id: []}
-        left = conn.execute(select(links_table.c.id).where(links_table.c.note_id == first.id)).all()
+        left = conn.execute(
+            select(links_table.c.position).where(links_table.c.note_id == first.id)
+        ).all()
         assert left == []
 
 

@@ -7,7 +7,7 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, select, update
 
 from notes_server.store import content_index, notes
 from notes_server.store.engine import write_tx
@@ -146,10 +146,17 @@ def test_an_edit_away_from_the_links_writes_no_link_or_tag_row(migrated_engine: 
             body="[[Target]] #tag\n" + "words " * 20,
             now=NOW,
         )
-        ids = conn.execute(select(links_table.c.id)).scalars().all()
+        # A mark on the stored rows that only a row written again would lose.
+        conn.execute(update(links_table).values(context="mark"))
+        conn.execute(update(tags_table).values(tag="mark"))
         edited = notes.update_fields(conn, note, now=NOW, body=note.body + "x" * 200)
         assert edited is not None
-        assert conn.execute(select(links_table.c.id)).scalars().all() == ids  # rows kept
+        kept = (
+            conn.execute(select(links_table.c.context)).scalars().all(),
+            conn.execute(select(tags_table.c.tag)).scalars().all(),
+        )
+        assert kept == (["mark"], ["mark"])  # rows kept
+        conn.execute(update(tags_table).values(tag="tag"))
         changed = notes.update_fields(conn, edited, now=NOW, body="[[Target]] and [[New]] #tag")
         assert changed is not None
         rows = conn.execute(

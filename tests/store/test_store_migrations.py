@@ -337,3 +337,141 @@ def test_upgrade_to_0020_fills_the_spaceless_runs_of_existing_notes(
         {"note_cjk": "会議の議事録", "note_en": ""},
         ["note_cjk"],
     )
+
+
+def test_upgrade_to_0024_carries_links_and_tags_and_their_lookups(
+    migrated_engine: Engine,
+) -> None:
+    import sqlalchemy as sa
+
+    from notes_server.store import links
+    from notes_server.store import tags as tags_store
+    from notes_server.store.models import links_table, notes_table
+
+    migrate.downgrade(migrated_engine, "0023")
+    old_links = sa.table(
+        "note_links",
+        *(
+            sa.column(c)
+            for c in (
+                "workspace",
+                "note_id",
+                "position",
+                "kind",
+                "target",
+                "heading",
+                "path_key",
+                "title_key",
+                "target_id",
+                "context",
+            )
+        ),
+    )
+    old_tags = sa.table(
+        "note_tags",
+        sa.column("note_id"),
+        sa.column("tag_key"),
+        sa.column("workspace"),
+        sa.column("tag"),
+    )
+    row = {"workspace": WS, "created_at": NOW, "updated_at": NOW, "version": 1, "archived": False}
+    body = "[[Plan]] [x](plan.md) [[Missing Note#Part]] #Project"
+    link = {"workspace": WS, "note_id": "note_src", "heading": None, "context": body}
+    with write_tx(migrated_engine) as conn:
+        conn.execute(
+            sa.insert(notes_table),
+            [
+                {
+                    **row,
+                    "id": "note_plan",
+                    "path": "plan.md",
+                    "title": "Plan",
+                    "title_key": "plan",
+                    "body": "",
+                },
+                {
+                    **row,
+                    "id": "note_src",
+                    "path": "src.md",
+                    "title": "Src",
+                    "title_key": "src",
+                    "body": body,
+                },
+            ],
+        )
+        conn.execute(
+            sa.insert(old_links),
+            [
+                {
+                    **link,
+                    "position": 0,
+                    "kind": "wiki",
+                    "target": "Plan",
+                    "path_key": "Plan",
+                    "title_key": "plan",
+                    "target_id": "note_plan",
+                },
+                {
+                    **link,
+                    "position": 1,
+                    "kind": "markdown",
+                    "target": "plan.md",
+                    "path_key": "plan.md",
+                    "title_key": None,
+                    "target_id": "note_plan",
+                },
+                {
+                    **link,
+                    "position": 2,
+                    "kind": "wiki",
+                    "target": "Missing Note",
+                    "heading": "Part",
+                    "path_key": "Missing Note",
+                    "title_key": "missing note",
+                    "target_id": None,
+                },
+            ],
+        )
+        conn.execute(
+            sa.insert(old_tags),
+            [{"note_id": "note_src", "tag_key": "project", "workspace": WS, "tag": "Project"}],
+        )
+
+    migrate.upgrade(migrated_engine)
+
+    with write_tx(migrated_engine) as conn:
+        stored = conn.execute(
+            sa.select(
+                links_table.c.position,
+                links_table.c.kind,
+                links_table.c.lookup_key,
+                links_table.c.target_id,
+                links_table.c.heading,
+            ).order_by(links_table.c.position)
+        ).all()
+        assert [tuple(r) for r in stored] == [
+            (0, "wiki", "plan", "note_plan", None),
+            (1, "markdown", "plan.md", "note_plan", None),
+            (2, "wiki", "missing note", None, "Part"),
+        ]
+        assert tags_store.tags_of(conn, ["note_src"]) == {"note_src": ["Project"]}
+        plan = notes.get_note(conn, WS, "note_plan")
+        assert plan is not None
+        incoming = links.incoming(conn, plan, limit=10)
+        assert [(i.source.id, i.links) for i in incoming] == [("note_src", 2)]
+        # The carried link waiting for "Missing Note" is found by its lookup key.
+        missing = notes.insert_note(
+            conn, workspace=WS, path="m.md", title="Missing note", body="", now=NOW
+        )
+        src = notes.get_note(conn, WS, "note_src")
+        assert src is not None
+        targets = [o.target and o.target.id for o in links.outgoing(conn, src, limit=10)]
+        assert targets == ["note_plan", "note_plan", missing.id]
+
+    migrate.downgrade(migrated_engine, "0023")
+    with read_tx(migrated_engine) as conn:
+        back = conn.execute(sa.text("SELECT position, target_id FROM note_links ORDER BY id")).all()
+        assert [tuple(r) for r in back] == [(0, "note_plan"), (1, "note_plan"), (2, missing.id)]
+        assert conn.execute(sa.text("SELECT tag FROM note_tags")).scalars().all() == ["Project"]
+    migrate.upgrade(migrated_engine)
+    migrate.check(migrated_engine)

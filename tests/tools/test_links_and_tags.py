@@ -372,6 +372,7 @@ def test_search_by_tags_needs_every_tag_and_results_carry_tags(alice: Client) ->
     found = alice("notes_search", tags=["project/Q3", "#URGENT"])["notes"]
     assert [n["id"] for n in found] == [both["id"]]
     assert found[0]["tags"] == ["Project/Q3", "urgent"]
+    assert "links" not in found[0]  # search results stay small: no link data
     hits = alice("notes_search", query="only", tags=["project/q3"])["notes"]
     assert [n["id"] for n in hits] == [one["id"]]
     assert alice("notes_search", query="only", tags=["urgent"])["notes"] == []
