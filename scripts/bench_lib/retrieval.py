@@ -354,8 +354,8 @@ def _strategies() -> dict[str, Strategy]:
     return out
 
 
-FEEDBACK_DEPTHS = (3, 5, 10, 20)
-FEEDBACK_WEIGHTS = (0.5, 0.75, 1.0, 1.5)
+FEEDBACK_DEPTHS = (3, 5)
+FEEDBACK_WEIGHTS = (0.5, 0.75)
 FEEDBACK_NAMES = [
     f"{source} top {m} x{beta}"
     for source in ("keyword",)
