@@ -337,7 +337,7 @@ def test_hybrid_finds_the_neighbours_of_its_keyword_hits(migrated_engine: Engine
 def test_keyword_hits_of_another_workspace_move_no_query(migrated_engine: Engine) -> None:
     # The note that would lead to "gamma" is mallory's: alice's search has no keyword hit,
     # so nothing moves her query and "gamma" stays out of reach.
-    (gamma,) = insert_notes(migrated_engine, MINE, [("Gamma", "gamma")])
+    insert_notes(migrated_engine, MINE, [("Gamma", "gamma")])
     (theirs,) = insert_notes(migrated_engine, THEIRS, [("Alpha report", "alpha")])
     embedder = _Directions()
     indexer.drain(migrated_engine, embedder)
