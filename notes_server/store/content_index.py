@@ -59,7 +59,13 @@ from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, r
 from notes_server.markup.properties import front_matter_tags
 from notes_server.markup.stable import same_links_and_tags
 from notes_server.markup.tags import body_tags, tag_key, unique
-from notes_server.store.engine import DriverRead, DriverWrite, driver_connection, uses_driver
+from notes_server.store.engine import (
+    DriverRead,
+    DriverWrite,
+    driver_connection,
+    read_all,
+    uses_driver,
+)
 from notes_server.store.keys import lookup_key, title_key
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import links_table as links
@@ -205,12 +211,6 @@ def _write(stmt: DriverWrite, conn: Connection, values: dict[str, Any]) -> None:
         stmt.rowcount(conn, values)
     else:
         conn.execute(stmt.statement, values)
-
-
-def _read(stmt: DriverRead, conn: Connection, values: dict[str, Any]) -> Sequence[Sequence[Any]]:
-    if uses_driver(conn):
-        return stmt.all(conn, values)
-    return conn.execute(stmt.statement, values).all()
 
 
 class Indexed(Protocol):
@@ -373,7 +373,7 @@ def forget_note(conn: Connection, note: Indexed) -> None:
 
 
 def _stored_extra(conn: Connection, note_id: str) -> str:
-    found = _read(_EXTRA, conn, {"note_id": note_id})
+    found = read_all(_EXTRA, conn, {"note_id": note_id})
     return str(found[0][0]) if found else ""
 
 
@@ -418,7 +418,7 @@ def _sync_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> Non
     """Make the stored links of ``note`` (same workspace) read ``rows``: the rows that differ
     go, the missing ones are inserted and resolved; an unchanged row keeps its resolution
     (kept current by `_reresolve` as notes appear, go and change)."""
-    stored = {LinkRow(*row) for row in _read(_STORED_LINKS, conn, {"note_id": note.id})}
+    stored = {LinkRow(*row) for row in read_all(_STORED_LINKS, conn, {"note_id": note.id})}
     wanted = set(rows)
     gone = [row.position for row in stored if row not in wanted]
     if gone and uses_driver(conn):
@@ -451,7 +451,7 @@ def _insert_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
 def _sync_tags(conn: Connection, note: Indexed, names: Sequence[str]) -> None:
     """Make the stored tags of ``note`` (same workspace) be ``names``: a tag that went, or is
     now spelled another way, is deleted; a new or respelled one inserted."""
-    stored = {str(key): str(tag) for key, tag in _read(_STORED_TAGS, conn, {"note_id": note.id})}
+    stored = {str(key): str(tag) for key, tag in read_all(_STORED_TAGS, conn, {"note_id": note.id})}
     wanted = {tag_key(tag): tag for tag in names}
     gone = [key for key, tag in stored.items() if wanted.get(key) != tag]
     if gone and uses_driver(conn):

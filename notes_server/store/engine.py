@@ -236,7 +236,7 @@ class DriverRead(DriverStatement):
 
     def __init__(self, statement: Executable) -> None:
         super().__init__(statement)
-        self._plan: tuple[str, tuple[tuple[str, Any, bool], ...]] | None = None
+        self._plan: tuple[str, tuple[tuple[str, Any, bool, bool], ...]] | None = None
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         return _pysqlite(conn).execute(*self._sql(conn, values)).fetchall()
@@ -247,23 +247,42 @@ class DriverRead(DriverStatement):
             plan = self._plan = self._prepare(conn)
         text, binds = plan
         # What `construct_params` would give (a passed value wins; else the bind's own value;
-        # a required one must be passed), without its per-call bookkeeping.
-        return text, [
-            values[key] if required else values.get(key, default)
-            for key, default, required in binds
-        ]
+        # a required one must be passed), without its per-call bookkeeping. An expanding bind
+        # (`IN` a list) becomes one `?` per item, as SQLAlchemy renders it.
+        params: list[Any] = []
+        for key, default, required, expanding in binds:
+            value = values[key] if required else values.get(key, default)
+            if not expanding:
+                params.append(value)
+                continue
+            items = list(value)
+            if not items:
+                raise ValueError(f"DriverRead: {key} is an empty list")
+            text = text.replace(f"__[POSTCOMPILE_{key}]", ", ".join("?" * len(items)), 1)
+            params.extend(items)
+        return text, params
 
-    def _prepare(self, conn: Connection) -> tuple[str, tuple[tuple[str, Any, bool], ...]]:
-        """The SQL text once, and per positional parameter its bind's key, own value and
-        whether a value must be passed."""
+    def _prepare(self, conn: Connection) -> tuple[str, tuple[tuple[str, Any, bool, bool], ...]]:
+        """The SQL text once, and per positional parameter its bind's key, own value, whether
+        a value must be passed and whether it is a list (expanding; at most once per key)."""
         compiled = cast(SQLCompiler, cast(Any, self.statement).compile(dialect=conn.dialect))
         binds = []
         for name in compiled.positiontup or ():
             bind = compiled.binds[name]
-            if bind.expanding or bind.callable is not None:
+            if bind.callable is not None:
                 raise TypeError("DriverRead takes plain bound values only")
-            binds.append((bind.key, bind.value, bool(bind.required)))
+            binds.append((bind.key, bind.value, bool(bind.required), bool(bind.expanding)))
         return compiled.string, tuple(binds)
+
+
+def read_all(
+    stmt: DriverRead, conn: Connection, values: Mapping[str, Any]
+) -> Sequence[Sequence[Any]]:
+    """The rows of a prepared read: on the pysqlite driver when the connection allows it (rows
+    as the driver returns them), else through Core (rows typed by the columns)."""
+    if uses_driver(conn):
+        return stmt.all(conn, values)
+    return conn.execute(stmt.statement, dict(values)).all()
 
 
 class DriverWrite(DriverStatement):

@@ -164,7 +164,7 @@ class RankedSearch(_NewestFirst):
             allowed=carrying,
         )
         page = ranked[offset : offset + limit]
-        records = self._records(conn, workspace, [r.seq for r in page])
+        records = self.records(conn, workspace, [r.seq for r in page])
         hits = []
         for seq, score in page:
             record = records[seq]
@@ -194,7 +194,8 @@ class RankedSearch(_NewestFirst):
         raise NotImplementedError
 
     @staticmethod
-    def _records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+    def records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+        """The notes of these seqs that are in the workspace, by seq."""
         return notes_by_seq(conn, workspace, seqs)
 
     @staticmethod
@@ -342,7 +343,7 @@ class SqliteSearch(DriverRun, Fts5Search):
     _record = staticmethod(NoteRecord.from_driver_row)
 
     @staticmethod
-    def _records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+    def records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
         if not seqs:
             return {}
         # By primary key, the workspace checked on the rows read (as `notes_by_seq` says why).

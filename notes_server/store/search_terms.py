@@ -164,5 +164,7 @@ def parse(text: str) -> Query | None:
 @functools.lru_cache(maxsize=4096)
 def fold(text: str) -> str:
     """Case and diacritics folded, as the word index compares words."""
+    if text.isascii():  # nothing to decompose, and casefold is lower for ASCII
+        return text.lower()
     decomposed = unicodedata.normalize("NFD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))

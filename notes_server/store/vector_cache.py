@@ -36,6 +36,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Connection, Engine, bindparam, func, select
@@ -86,6 +87,25 @@ class ScopeVectors:
         """The rows of the note at index `note` of `note_seqs`."""
         end = int(self.starts[note + 1]) if note + 1 < len(self.starts) else len(self.ids)
         return int(self.starts[note]), end
+
+    def notes_of(self, seqs: Sequence[int]) -> np.ndarray:
+        """The indexes in `note_seqs` of those of these seqs that the scope holds."""
+        import numpy as np
+
+        order, ordered = self._seq_order
+        wanted = np.asarray(seqs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ordered, wanted), max(len(ordered) - 1, 0))
+        if not len(ordered):
+            return at
+        found: np.ndarray = order[at[ordered[at] == wanted]]
+        return found
+
+    @cached_property
+    def _seq_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """`note_seqs` sorted, with the permutation that sorts it (a refresh appends the
+        changed notes at the end, so the rows are not in seq order)."""
+        order = self.note_seqs.argsort(kind="stable")
+        return order, self.note_seqs[order]
 
     @property
     def nbytes(self) -> int:

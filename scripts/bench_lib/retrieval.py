@@ -218,6 +218,10 @@ class Lists(NamedTuple):
     pins: list[int]
     kw_matched: list[float]  # per keyword hit: how many of the query's content words it holds
     kw_share: list[float]  # the same as a share of the query's content words
+    # Semantic lists from the query moved toward feedback passages (pseudo-relevance feedback):
+    # variant name -> (seq, similarity) by best passage.
+    feedback: dict[str, list[tuple[int, float]]]
+    server: list[int]  # the first 10 of the server's own hybrid.search
 
 
 # Fusion strategies measured side by side on the same ranked lists: name -> f(lists) -> fused
@@ -231,7 +235,7 @@ def _strategies() -> dict[str, Strategy]:
     floor = semantic.MIN_SIMILARITY
 
     def server(q: Lists) -> list[int]:
-        return [f[0] for f in hybrid.fuse_ranked(q.kw, q.sem, q.pins)]
+        return q.server
 
     def rrf(
         pin: str,
@@ -323,6 +327,66 @@ def _strategies() -> dict[str, Strategy]:
         )
     for cut_at in (20, 50):
         out[f"rrf k=10 title pinned keyword cut at {cut_at}"] = rrf("title", depth=cut_at)
+
+    def feedback(name: str, k: int = 10, three: bool = False) -> Strategy:
+        """Title pins, then RRF of the keyword list and the feedback list (`three`: and the
+        plain semantic list too)."""
+
+        def run(q: Lists) -> list[int]:
+            moved = [s for s, sim in q.feedback.get(name, q.sem) if sim >= floor]
+            if not three:
+                return [f[0] for f in hybrid.fuse(q.kw, moved, q.pins, k=k)]
+            plain = [s for s, sim in q.sem if sim >= floor]
+            scores: dict[int, float] = {}
+            for ranked in (q.kw, plain, moved):
+                for rank, seq in enumerate(ranked, start=1):
+                    scores[seq] = scores.get(seq, 0.0) + 1.0 / (k + rank)
+            order = sorted(scores, key=lambda s: (-scores[s], s))
+            top = [s for s in q.pins if s in scores]
+            return top + [s for s in order if s not in set(top)]
+
+        return run
+
+    for name in FEEDBACK_NAMES:
+        out[f"rrf k=10 title pinned, feedback {name}"] = feedback(name)
+        out[f"rrf k=20 title pinned, feedback {name}"] = feedback(name, k=20)
+        out[f"rrf k=10 title pinned, 3 lists, feedback {name}"] = feedback(name, three=True)
+    return out
+
+
+FEEDBACK_DEPTHS = (3, 5)
+FEEDBACK_WEIGHTS = (0.5, 0.75)
+FEEDBACK_NAMES = [
+    f"{source} top {m} x{beta}"
+    for source in ("keyword",)
+    for m in FEEDBACK_DEPTHS
+    for beta in FEEDBACK_WEIGHTS
+]
+
+
+def _feedback_lists(
+    matrix: Any, seqs: list[int], vector: Any, sources: dict[str, list[int]]
+) -> dict[str, list[tuple[int, float]]]:
+    """Rocchio-style pseudo-relevance feedback: the query vector plus beta x the mean of the
+    best passages of the first m hits of a source list, renormalized, ranked again."""
+    import numpy as np
+
+    from notes_server.store import semantic
+
+    sims = matrix @ vector
+    best_row = {s: row for s, _sim, row in semantic.best_per_note(seqs, sims)}
+    out: dict[str, list[tuple[int, float]]] = {}
+    for source, ranked in sources.items():
+        for m in FEEDBACK_DEPTHS:
+            rows = [best_row[s] for s in ranked[:m] if s in best_row]
+            if not rows:
+                continue
+            centroid = matrix[rows].mean(axis=0)
+            for beta in FEEDBACK_WEIGHTS:
+                moved = vector + beta * centroid
+                moved = moved / np.linalg.norm(moved)
+                again = semantic.best_per_note(seqs, matrix @ moved)
+                out[f"{source} top {m} x{beta}"] = [(s, sim) for s, sim, _ in again][:LIST_DEPTH]
     return out
 
 
@@ -365,6 +429,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
         engine = make_engine(f"sqlite:///{Path(tmp) / 'eval.db'}")
         migrate.upgrade(engine)
         seq_of: dict[int, int] = {}
+        seq_by_id: dict[str, int] = {}
         with write_tx(engine) as conn:
             for i, doc in enumerate(docs):
                 note = notes.insert_note(
@@ -374,6 +439,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 seq_of[i] = conn.exec_driver_sql(
                     "SELECT seq FROM notes WHERE id = ?", (note.id,)
                 ).scalar_one()
+                seq_by_id[note.id] = seq_of[i]
         embedder = _candidate_embedder()
         if embedder is None and embedding.installed():
             embedder = embedding.Embedder()
@@ -416,6 +482,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                 near: list[tuple[int, float]] = []
                 mean: list[tuple[int, float]] = []
                 top2: list[tuple[int, float]] = []
+                moved: dict[str, list[tuple[int, float]]] = {}
                 if embedder is not None and matrix is not None and seqs is not None:
                     t0 = time.perf_counter()
                     vector = embedder.embed([item.query])[0]
@@ -423,6 +490,12 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     near = [(s, sim) for s, sim, _ in semantic.best_per_note(seqs, sims)]
                     timings.setdefault("semantic (matrix in memory)", []).append(
                         time.perf_counter() - t0
+                    )
+                    moved = _feedback_lists(
+                        matrix,
+                        seqs,
+                        np.asarray(vector, dtype=np.float32),
+                        {"keyword": kw},
                     )
                     means = np.bincount(row_note, weights=sims) / per_note
                     order = np.lexsort((note_ids, -np.round(means, 6)))[:LIST_DEPTH]
@@ -447,6 +520,22 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                             pins,
                             [float(m) for m in matched],
                             [m / content for m in matched],
+                            moved,
+                            [
+                                seq_by_id[h.hit.note.id]
+                                for h in hybrid.search(
+                                    conn,
+                                    workspace,
+                                    item.query,
+                                    "hybrid",
+                                    embedder,
+                                    include_archived=False,
+                                    limit=10,
+                                    offset=0,
+                                )
+                            ]
+                            if embedder is not None
+                            else [],
                         ),
                     )
                 )

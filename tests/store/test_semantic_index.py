@@ -281,3 +281,71 @@ def test_a_watching_indexer_wakes_on_a_write_of_its_process(
         background.stop()
     done = _embedded(migrated_engine)
     assert sorted(done.values()) == [1, 1]
+
+
+class _Directions:
+    """An embedder of hand-set directions, so a test says exactly what is near what: the query
+    "alpha" on its own axis, texts that hold "alpha" between it and the "gamma" texts, the
+    rest on a third axis."""
+
+    model = "test-directions"
+
+    def embed(self, texts: list[str]) -> object:
+        import numpy as np
+
+        def one(text: str) -> tuple[float, float, float]:
+            if text == "alpha":
+                return (1.0, 0.0, 0.0)
+            if "alpha" in text.lower():
+                return (0.2, 0.98, 0.0)
+            return (0.0, 1.0, 0.0) if "gamma" in text.lower() else (0.0, 0.0, 1.0)
+
+        return np.asarray([one(t) for t in texts], dtype=np.float32).reshape(len(texts), 3)
+
+
+def _hybrid_ids(engine: Engine, workspace: str, embedder: object) -> dict[str, tuple[str, ...]]:
+    with read_tx(engine) as conn:
+        hits = hybrid.search(
+            conn, workspace, "alpha", "hybrid", embedder,
+            include_archived=False, limit=20, offset=0,
+        )  # fmt: skip
+    return {h.hit.note.id: h.matched_by for h in hits}
+
+
+def test_hybrid_finds_the_neighbours_of_its_keyword_hits(migrated_engine: Engine) -> None:
+    # The query's own vector is orthogonal to "gamma" (cosine 0, under the floor); the keyword
+    # hit "alpha" lies near "gamma", so the query moved halfway toward it reaches "gamma"
+    # (cosine 0.41).
+    alpha, gamma, other = insert_notes(
+        migrated_engine,
+        MINE,
+        [("Alpha report", "alpha"), ("Gamma", "gamma"), ("Unrelated", "nothing here")],
+    )
+    embedder = _Directions()
+    indexer.drain(migrated_engine, embedder)
+    found = _hybrid_ids(migrated_engine, MINE, embedder)
+    assert found[alpha] == ("keyword", "semantic")
+    assert found[gamma] == ("semantic",)
+    assert other not in found
+    with read_tx(migrated_engine) as conn:
+        plain = semantic.semantic_ranked(
+            conn, MINE, embedder.embed(["alpha"])[0], embedder.model, include_archived=False
+        )
+    assert _seqs(migrated_engine)[gamma] not in {h.seq for h in plain}
+
+
+def test_keyword_hits_of_another_workspace_move_no_query(migrated_engine: Engine) -> None:
+    # The note that would lead to "gamma" is mallory's: alice's search has no keyword hit,
+    # so nothing moves her query and "gamma" stays out of reach.
+    insert_notes(migrated_engine, MINE, [("Gamma", "gamma")])
+    (theirs,) = insert_notes(migrated_engine, THEIRS, [("Alpha report", "alpha")])
+    embedder = _Directions()
+    indexer.drain(migrated_engine, embedder)
+    assert _hybrid_ids(migrated_engine, MINE, embedder) == {}
+    with read_tx(migrated_engine) as conn:
+        query = embedder.embed(["alpha"])[0]
+        moved = semantic.moved_toward(
+            conn, MINE, query, embedder.model, [_seqs(migrated_engine)[theirs]], 1.0
+        )
+    assert moved.tolist() == query.tolist()
+    assert set(_hybrid_ids(migrated_engine, THEIRS, embedder)) == {theirs}

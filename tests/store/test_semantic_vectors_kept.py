@@ -316,3 +316,28 @@ def test_a_move_committing_after_a_later_change_was_read_still_reaches_the_kept_
         _change(migrated_engine, ids[0], archived=True)  # a higher sequence, committed first
         assert sailing not in [h[0] for h in _nearest(migrated_engine, embedder, "boat harbour")]
     assert _nearest(migrated_engine, embedder, "boat harbour")[0][0] == sailing
+
+
+def test_after_a_refresh_every_kept_note_is_found_by_its_seq(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    # A refresh appends the re-read notes after the kept rows, so the rows are no longer in
+    # seq order; looking notes up by seq (hybrid's feedback) must not assume they are. More
+    # notes than PostgreSQL's LOG_SLACK, so that there too not every note is read again.
+    count = vector_cache.LOG_SLACK + 40
+    ids = insert_notes(migrated_engine, MINE, [(f"Topic {i}", f"note {i}") for i in range(count)])
+    indexer.drain(migrated_engine, embedder)
+    cache = vector_cache.for_engine(migrated_engine)
+    _nearest(migrated_engine, embedder, "note")
+    reads = cache.whole_reads
+    _change(migrated_engine, ids[2], body="re-embedded, so its rows move to the end")
+    indexer.drain(migrated_engine, embedder)
+    with read_tx(migrated_engine) as conn:
+        scope = vector_cache.scope(conn, MINE, embedder.model)
+        seq_of = {r[0]: r[1] for r in conn.exec_driver_sql("SELECT id, seq FROM notes")}
+    assert cache.whole_reads == reads
+    assert list(scope.note_seqs) != sorted(scope.note_seqs)
+    wanted = [seq_of[i] for i in ids] + [10**9]
+    found = scope.notes_of(wanted)
+    assert sorted(int(scope.note_seqs[i]) for i in found) == sorted(seq_of[i] for i in ids)
+    assert len(scope.notes_of([])) == 0
