@@ -93,10 +93,10 @@ class ScopeVectors:
         import numpy as np
 
         order, ordered = self._seq_order
-        wanted = np.asarray(seqs, dtype=np.int64)
-        at = np.minimum(np.searchsorted(ordered, wanted), max(len(ordered) - 1, 0))
         if not len(ordered):
-            return at
+            return np.zeros(0, dtype=np.int64)
+        wanted = np.asarray(seqs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
         found: np.ndarray = order[at[ordered[at] == wanted]]
         return found
 

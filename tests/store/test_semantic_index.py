@@ -349,3 +349,11 @@ def test_keyword_hits_of_another_workspace_move_no_query(migrated_engine: Engine
         )
     assert moved.tolist() == query.tolist()
     assert set(_hybrid_ids(migrated_engine, THEIRS, embedder)) == {theirs}
+
+
+def test_hybrid_search_before_anything_is_embedded_answers_by_keyword(
+    migrated_engine: Engine,
+) -> None:
+    # Keyword hits, and no vectors yet (the indexer has not run): nothing to move toward.
+    (alpha,) = insert_notes(migrated_engine, MINE, [("Alpha report", "alpha")])
+    assert _hybrid_ids(migrated_engine, MINE, _Directions()) == {alpha: ("keyword",)}
