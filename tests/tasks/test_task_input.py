@@ -59,6 +59,12 @@ def update(rpc: Rpc, task_id: str, responses: dict[str, Any], **kw: Any) -> dict
     return rpc("tasks/update", {"taskId": task_id, "inputResponses": responses}, **kw)
 
 
+def ended(rpc: Rpc, runner: TaskRunner, task_id: str) -> dict[str, Any]:
+    """The task as `tasks/get` answers once its work has ended."""
+    assert runner.join(task_id, WAIT_S)
+    return body(rpc("tasks/get", {"taskId": task_id}))
+
+
 def test_a_delete_as_a_task_asks_the_same_form_and_deletes_once_answered(
     rpc: Rpc, runner: TaskRunner, migrated_engine: Engine, note_id: str
 ) -> None:
@@ -69,8 +75,7 @@ def test_a_delete_as_a_task_asks_the_same_form_and_deletes_once_answered(
 
     waiting = asked(rpc, runner, task_id)
     acked = update(rpc, task_id, {KEY: accept(note_id)})
-    assert runner.join(task_id, WAIT_S)
-    done = body(rpc("tasks/get", {"taskId": task_id}))
+    done = ended(rpc, runner, task_id)
 
     assert created["resultType"] == "task" and "requestState" not in created
     assert waiting["status"] == "input_required"
@@ -120,8 +125,7 @@ def test_a_decline_through_tasks_update_deletes_nothing(
     asked(rpc, runner, task_id)
 
     update(rpc, task_id, {KEY: {"action": "decline"}})
-    assert runner.join(task_id, WAIT_S)
-    done = body(rpc("tasks/get", {"taskId": task_id}))
+    done = ended(rpc, runner, task_id)
 
     assert done["status"] == "completed"
     assert done["result"]["structuredContent"] == {"deleted": False, "outcome": "declined"}
@@ -142,8 +146,7 @@ def test_a_note_changed_while_the_task_waited_is_not_deleted(
     touch(migrated_engine, note)
 
     update(rpc, task_id, {KEY: accept(note_id)})
-    assert runner.join(task_id, WAIT_S)
-    done = body(rpc("tasks/get", {"taskId": task_id}))
+    done = ended(rpc, runner, task_id)
 
     assert done["status"] == "completed"
     assert done["result"]["isError"] is True
