@@ -23,7 +23,7 @@ from notes_server.store.search_terms import Query, fold, parse, words
 # Measured on the retrieval eval (scripts/bench_lib/retrieval.py, man pages; chosen on the dev
 # half of the queries, quoted on the test half; BENCHMARKS.md): with the feedback below, k=20
 # found the most by description on dev (recall@10 0.784 against keyword's 0.684; test 0.799
-# against 0.692) and kept exact titles (0.993 / MRR 0.966 on test, keyword 0.993 / 0.964).
+# against 0.692; on a second draw of the corpus test 0.760 against 0.666) and kept exact titles.
 RRF_K = 20
 # The title rule looks at this many of the keyword hits that hold every word (the top tier),
 # so that a one-word query matching thousands of notes reads a bounded number of titles.
