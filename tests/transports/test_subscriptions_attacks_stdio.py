@@ -194,6 +194,16 @@ class UnreadServer:
         reply: dict[str, Any] = json.loads(line)
         return reply
 
+    def kill(self) -> None:
+        """After a failed test: the process, its pipes and its log reader gone."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._pumping.join(timeout=READ_TIMEOUT_S)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
     def close(self) -> int:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
@@ -226,6 +236,19 @@ def test_a_client_that_never_reads_has_its_listen_dropped_and_another_is_not_slo
         ]
     marker = insert(migrated_engine, WORK, "marker.md")
     slow = UnreadServer(tmp_path)
+    try:
+        check_the_dropped_listen(slow, flood, marker, migrated_engine, spawn_server)
+    finally:
+        slow.kill()
+
+
+def check_the_dropped_listen(
+    slow: UnreadServer,
+    flood: list[notes.NoteRecord],
+    marker: notes.NoteRecord,
+    migrated_engine: Engine,
+    spawn_server: Spawn,
+) -> None:
     slow.send(listen_message("slow", [f"{NOTES}/{note.path}" for note in flood]))
     assert acknowledged(slow.read(), "slow")
     fast = spawn_server()
