@@ -95,6 +95,8 @@ SLOW_MODULES = {
     "transports/test_legacy_http_ts_client.py": "a real client (scripts/clients)",
     "transports/test_subscriptions_instances_postgresql.py": "three server processes",
     "transports/test_subscriptions_sdk_clients.py": "real clients (the SDKs) and a second server",
+    "transports/test_subscriptions_attacks_http.py": "HTTP servers and 19,000-change floods",
+    "transports/test_subscriptions_attacks_stdio.py": "stdio servers and 15,000-change floods",
     "approval/test_purge_ts_client.py": "a real client (scripts/clients)",
     "approval/test_purge_browser.py": "a real browser (scripts/apps-browser)",
     "apps/test_apps_browser.py": "a real browser (scripts/apps-browser)",

@@ -7,7 +7,9 @@ the client is connected to the first:
   (2025-11-25 `resources/subscribe`) with its message handler, over stdio and over Streamable
   HTTP (there the notification comes on the session's GET stream, which the SDK opens itself);
 - the TypeScript clients of `scripts/clients` (skipped without them): the v2 client's
-  `listen()` (2026-07-28) and the SDK 1.x's `subscribeResource()` (2025-11-25), over stdio."""
+  `listen()` (2026-07-28) over stdio and over Streamable HTTP with a token (the listen is the
+  SSE response of its POST), and the SDK 1.x's `subscribeResource()` (2025-11-25), over
+  stdio."""
 
 from __future__ import annotations
 
@@ -227,24 +229,17 @@ def test_the_python_sdk_subscribes_the_2025_way_over_http_and_hears_it_on_the_ge
     assert str(notification.params.uri) == URI
 
 
-@pytest.mark.skipif(
-    node() is None or not (PACKAGES / "sdk").exists() or not (PACKAGES / "client").exists(),
-    reason="TypeScript clients not installed: run scripts/clients (needs npm)",
+TS_MISSING = node() is None or not (PACKAGES / "sdk").exists() or not (PACKAGES / "client").exists()
+needs_ts = pytest.mark.skipif(
+    TS_MISSING, reason="TypeScript clients not installed: run scripts/clients (needs npm)"
 )
-@pytest.mark.parametrize(("flavor", "version"), [("v2", "2026-07-28"), ("sdk1", "2025-11-25")])
-def test_a_typescript_client_hears_another_process_change_over_stdio(
-    tmp_path: Path, migrated_engine: Engine, change: Change, flavor: str, version: str
-) -> None:
+
+
+def run_ts_client(config: dict[str, Any], change: Change) -> tuple[str, dict[str, Any]]:
+    """Run ts_subscriptions_client.mjs; make the change once it says it is subscribed. Its
+    ready line and what it saw."""
     executable = node()
     assert executable is not None
-    config = {
-        "flavor": flavor,
-        "packageDir": str(PACKAGES / ("sdk" if flavor == "sdk1" else "client")),
-        "command": sys.executable,
-        "args": serve_args(migrated_engine),
-        "env": client_env(tmp_path),
-        "uri": URI,
-    }
     client = subprocess.Popen(
         [executable, str(TS_CLIENT), json.dumps(config)],
         stdout=subprocess.PIPE,
@@ -264,11 +259,54 @@ def test_a_typescript_client_hears_another_process_change_over_stdio(
 
     assert ready.strip() == '{"ready":true}', err
     assert client.returncode == 0, err
+    seen: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return ready, seen
+
+
+@needs_ts
+@pytest.mark.parametrize(("flavor", "version"), [("v2", "2026-07-28"), ("sdk1", "2025-11-25")])
+def test_a_typescript_client_hears_another_process_change_over_stdio(
+    tmp_path: Path, migrated_engine: Engine, change: Change, flavor: str, version: str
+) -> None:
+    config = {
+        "flavor": flavor,
+        "packageDir": str(PACKAGES / ("sdk" if flavor == "sdk1" else "client")),
+        "command": sys.executable,
+        "args": serve_args(migrated_engine),
+        "env": client_env(tmp_path),
+        "uri": URI,
+    }
+
+    _, seen = run_ts_client(config, change)
+
     assert change.replies == [False]
-    seen = json.loads(out.strip().splitlines()[-1])
     assert seen == {
         "version": version,
         "honored": {"resourceSubscriptions": [URI]} if flavor == "v2" else None,
+        "method": "notifications/resources/updated",
+        "uri": URI,
+    }
+
+
+@needs_ts
+def test_the_typescript_v2_client_listens_over_http_and_hears_another_process_change(
+    http_server: tuple[HttpServer, str], change: Change
+) -> None:
+    server, token = http_server
+    config = {
+        "flavor": "v2",
+        "packageDir": str(PACKAGES / "client"),
+        "url": f"{server.url}/mcp",
+        "token": token,
+        "uri": URI,
+    }
+
+    _, seen = run_ts_client(config, change)
+
+    assert change.replies == [False]
+    assert seen == {
+        "version": "2026-07-28",
+        "honored": {"resourceSubscriptions": [URI]},
         "method": "notifications/resources/updated",
         "uri": URI,
     }

@@ -1,7 +1,8 @@
 // A TypeScript client that waits for a change made by another process: the v2 client
 // (`v2`, 2026-07-28) opens `subscriptions/listen` with `client.listen()`, the SDK 1.x (`sdk1`,
 // 2025-11-25 only) sends `resources/subscribe` with `client.subscribeResource()`; both over
-// stdio. Prints `{"ready": ...}` once subscribed, then, at the first
+// stdio, or (config.url and config.token set: the v2 client only) over Streamable HTTP with a
+// bearer token, where the listen is the SSE response of its POST. Prints `{"ready": ...}` once subscribed, then, at the first
 // `notifications/resources/updated`, one JSON object with what it saw, and exits.
 // Usage: node ts_subscriptions_client.mjs CONFIG_JSON
 import path from "node:path";
@@ -21,9 +22,14 @@ if (config.flavor === "sdk1") {
   const { ResourceUpdatedNotificationSchema } = await load("esm/types.js");
   api = { Client, StdioClientTransport, updated: ResourceUpdatedNotificationSchema };
 } else {
-  const { Client } = await load("index.mjs");
+  const { Client, StreamableHTTPClientTransport } = await load("index.mjs");
   const { StdioClientTransport } = await load("stdio.mjs");
-  api = { Client, StdioClientTransport, updated: "notifications/resources/updated" };
+  api = {
+    Client,
+    StdioClientTransport,
+    StreamableHTTPClientTransport,
+    updated: "notifications/resources/updated",
+  };
 }
 const options =
   config.flavor === "v2" ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : {};
@@ -31,12 +37,16 @@ const client = new api.Client({ name: `subscriptions-${config.flavor}`, version:
 const heard = new Promise((resolve) => {
   client.setNotificationHandler(api.updated, (notification) => resolve(notification));
 });
-const transport = new api.StdioClientTransport({
-  command: config.command,
-  args: config.args,
-  env: config.env,
-  stderr: "ignore",
-});
+const transport = config.url
+  ? new api.StreamableHTTPClientTransport(new URL(config.url), {
+      requestInit: { headers: { Authorization: `Bearer ${config.token}` } },
+    })
+  : new api.StdioClientTransport({
+      command: config.command,
+      args: config.args,
+      env: config.env,
+      stderr: "ignore",
+    });
 // The SDK 1.x records the negotiated version only on transports that take it (HTTP does).
 transport.setProtocolVersion ??= (version) => {
   transport.protocolVersion = version;
