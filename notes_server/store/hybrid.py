@@ -187,12 +187,7 @@ def search(
     page = fused[offset : offset + limit]
     if not page:
         return []
-    seqs = [f[0] for f in page]
-    records = (
-        store.records(conn, workspace, seqs)
-        if isinstance(store, keyword.RankedSearch)
-        else keyword.notes_by_seq(conn, workspace, seqs)
-    )
+    records = store.records(conn, workspace, [f[0] for f in page])
     best_of = {h.seq: h.passage for h in nearest}
     texts = semantic.passage_texts(
         conn, [best_of[f[0]] for f in page if "keyword" not in f[2] and f[0] in best_of]

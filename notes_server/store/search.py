@@ -81,11 +81,20 @@ class SearchStore(Protocol):
         tags: Sequence[str] = (),
     ) -> list[SearchHit]: ...
 
+    def records(self, conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+        """The notes of these seqs that are in the workspace, by seq."""
+        ...
+
 
 class _NewestFirst(CoreRun):
     """The search without a query (every backend): most recently updated first."""
 
     _record = staticmethod(NoteRecord.from_row)
+
+    @staticmethod
+    def records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
+        """The notes of these seqs that are in the workspace, by seq."""
+        return notes_by_seq(conn, workspace, seqs)
 
     def _recent(
         self, conn: Connection, params: dict[str, Any], include_archived: bool
@@ -192,11 +201,6 @@ class RankedSearch(_NewestFirst):
         self, conn: Connection, workspace: str, query: Query, include_archived: bool
     ) -> list[Group]:
         raise NotImplementedError
-
-    @staticmethod
-    def records(conn: Connection, workspace: str, seqs: list[int]) -> dict[int, NoteRecord]:
-        """The notes of these seqs that are in the workspace, by seq."""
-        return notes_by_seq(conn, workspace, seqs)
 
     @staticmethod
     def _total(conn: Connection, workspace: str, include_archived: bool) -> int:
