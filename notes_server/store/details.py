@@ -15,16 +15,24 @@ from notes_server.store import folders, links, tags
 from notes_server.store.engine import driver_connection, uses_driver
 from notes_server.store.notes import COLUMNS, NoteRecord, get_granted
 
-# U+001F joins the tags: no tag can hold it (clean_tag takes word characters, "-" and "/").
-_DETAILS_SQL = (
-    "SELECT (SELECT extra FROM note_front_matter WHERE note_id = :id),"
-    " (SELECT group_concat(tag, char(31)) FROM note_tags WHERE note_id = :id),"
-    " (SELECT count(*) FROM note_links WHERE note_id = :id AND workspace = :ws),"
-    " (SELECT count(*) FROM note_links WHERE note_id = :id AND workspace = :ws"
-    " AND target_id IS NULL),"
-    " (SELECT count(DISTINCT note_id) FROM note_links WHERE target_id = :id"
-    " AND workspace = :ws)"
-)
+
+def _details_columns(note_id: str, workspace: str) -> str:
+    """The five detail columns of the note with this id in this workspace (SQL expressions):
+    kept front matter, tags, outgoing, unresolved and incoming link counts. U+001F joins the
+    tags: no tag can hold it (clean_tag takes word characters, "-" and "/")."""
+    return (
+        f"(SELECT extra FROM note_front_matter WHERE note_id = {note_id}),"
+        f" (SELECT group_concat(tag, char(31)) FROM note_tags WHERE note_id = {note_id}),"
+        f" (SELECT count(*) FROM note_links WHERE note_id = {note_id}"
+        f" AND workspace = {workspace}),"
+        f" (SELECT count(*) FROM note_links WHERE note_id = {note_id}"
+        f" AND workspace = {workspace} AND target_id IS NULL),"
+        f" (SELECT count(DISTINCT note_id) FROM note_links WHERE target_id = {note_id}"
+        f" AND workspace = {workspace})"
+    )
+
+
+_DETAILS_SQL = "SELECT " + _details_columns(":id", ":ws")
 
 
 _NOTE_COLUMNS = ", ".join(f"n.{column.name}" for column in COLUMNS)
@@ -32,14 +40,7 @@ _NOTE_COLUMNS = ", ".join(f"n.{column.name}" for column in COLUMNS)
 # note) and its details, as `notes.get_granted` and `_DETAILS_SQL` read them, in one statement:
 # one snapshot without BEGIN and COMMIT (`engine.read_statement`), one round trip.
 _GRANTED_DETAILS_SQL = (
-    f"SELECT g.role, {_NOTE_COLUMNS},"
-    " (SELECT extra FROM note_front_matter WHERE note_id = n.id),"
-    " (SELECT group_concat(tag, char(31)) FROM note_tags WHERE note_id = n.id),"
-    " (SELECT count(*) FROM note_links WHERE note_id = n.id AND workspace = n.workspace),"
-    " (SELECT count(*) FROM note_links WHERE note_id = n.id AND workspace = n.workspace"
-    " AND target_id IS NULL),"
-    " (SELECT count(DISTINCT note_id) FROM note_links WHERE target_id = n.id"
-    " AND workspace = n.workspace)"
+    f"SELECT g.role, {_NOTE_COLUMNS}, {_details_columns('n.id', 'n.workspace')}"
     " FROM workspace_grants AS g"
     " LEFT JOIN notes AS n ON n.workspace = g.workspace AND n.id = :note_id"
     " WHERE g.principal = :principal AND g.workspace = :workspace"
