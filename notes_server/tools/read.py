@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from notes_server.errors import ToolFailure
 from notes_server.tools.base import CallContext, Tool, ToolResult, tool_hints
@@ -27,14 +27,16 @@ if TYPE_CHECKING:
     from notes_server.tools.outline import Heading
 
 
+class _ReadParts(NamedTuple):
+    read_tx: Callable[[Engine], AbstractContextManager[Connection]]
+    read_statement: Callable[[Engine], AbstractContextManager[Connection]]
+    outline: Callable[[str], list[Heading]]
+    select_section: Callable[[str, str, list[Heading], str], Heading]
+
+
 @cache
-def _read_parts() -> tuple[
-    Callable[[Engine], AbstractContextManager[Connection]],
-    Callable[[str], list[Heading]],
-    Callable[[str, str, list[Heading], str], Heading],
-    Callable[[Engine], AbstractContextManager[Connection]],
-]:
-    """`read_tx`, `outline`, `select_section` and `read_statement`: imported at the first
+def _read_parts() -> _ReadParts:
+    """`read_tx`, `read_statement`, `outline` and `select_section`: imported at the first
     read, not at start (SQLAlchemy; `tools/list` comes first), and kept. An import statement
     inside the function cost 1.5-2.3 µs at every call (timeit, shared machine under load,
     2026-12-02)."""
@@ -42,7 +44,7 @@ def _read_parts() -> tuple[
     from notes_server.tools.outline import outline
     from notes_server.tools.sections import select_section
 
-    return read_tx, outline, select_section, read_statement
+    return _ReadParts(read_tx, read_statement, outline, select_section)
 
 
 DEFAULT_LIMIT = 20_000
@@ -130,7 +132,7 @@ class ReadNote(Tool):
         if version is None:
             # The grant, the note and what the indexes know of it (tags, properties, link
             # counts) in one statement: one snapshot without a transaction around it on SQLite
-            with _read_parts()[3](self.services.engine) as conn:
+            with _read_parts().read_statement(self.services.engine) as conn:
                 _, note, uri, details = owned_note_details(
                     conn, ctx, args["workspaceUri"], args["noteId"]
                 )
@@ -140,7 +142,7 @@ class ReadNote(Tool):
         past: Revision | None = None
         # owned_note reads the grant and the note in one statement; the indexes (tags,
         # properties, link counts) and the version in the same snapshot
-        with _read_parts()[0](self.services.engine) as conn:
+        with _read_parts().read_tx(self.services.engine) as conn:
             _, note, uri = owned_note(conn, ctx, args["workspaceUri"], args["noteId"], write=False)
             past = self._past(conn, note, version)
             if past is None:
@@ -174,7 +176,8 @@ class ReadNote(Tool):
         self, note: NoteRecord, view: dict[str, Any], args: dict[str, Any]
     ) -> dict[str, Any]:
         """The result for ``note`` shown as ``view`` (a full note), its body bounded."""
-        _, outline, select_section, _ = _read_parts()
+        parts = _read_parts()
+        outline, select_section = parts.outline, parts.select_section
         body = note.body
         headings = outline(body)
         start, end = 0, len(body)
