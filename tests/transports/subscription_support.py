@@ -21,6 +21,23 @@ def insert(engine: Engine, workspace: str, path: str) -> notes.NoteRecord:
         )
 
 
+def insert_many(engine: Engine, workspace: str, count: int) -> list[notes.NoteRecord]:
+    """`count` notes (`n0000.md`, ...) written in one transaction."""
+    with write_tx(engine) as conn:
+        return [
+            notes.insert_note(
+                conn,
+                workspace=workspace,
+                path=f"n{i:04}.md",
+                title="n",
+                body="v",
+                now=NOW,
+                author=WRITER,
+            )
+            for i in range(count)
+        ]
+
+
 def touch(engine: Engine, note: notes.NoteRecord) -> notes.NoteRecord:
     """A committed change of the note's body (its change-log row, and so a notification)."""
     with write_tx(engine) as conn:

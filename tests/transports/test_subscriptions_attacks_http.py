@@ -46,7 +46,7 @@ from tests.transports.http_support import (
     mcp_headers,
     start_http_server,
 )
-from tests.transports.subscription_support import NOW, WRITER, insert, touch
+from tests.transports.subscription_support import NOW, WRITER, insert, insert_many, touch
 
 NOTES = "file:///home/alice/notes"
 WORK = "file:///home/alice/work"
@@ -314,19 +314,7 @@ def test_a_reader_that_never_drains_is_dropped_and_another_client_is_not_slowed(
     client must hear every round's marker, and get an answer to a request, before the next
     round is written, during and after the drop; the slow reader, read at last, gets what was
     in flight, then its closing result, and far fewer notifications than were made for it."""
-    with write_tx(migrated_engine) as conn:
-        flood = [
-            notes.insert_note(
-                conn,
-                workspace=NOTES,
-                path=f"n{i:04}.md",
-                title="n",
-                body="v",
-                now=NOW,
-                author=WRITER,
-            )
-            for i in range(MAX_URIS)
-        ]
+    flood = insert_many(migrated_engine, NOTES, MAX_URIS)
     marker = insert(migrated_engine, WORK, "marker.md")
     alice, other = token_of(migrated_engine, "alice"), token_of(migrated_engine, "alice")
     uris = [f"{NOTES}/{note.path}" for note in flood]

@@ -38,7 +38,7 @@ from tests.helpers import (
     make_request,
     subprocess_env,
 )
-from tests.transports.subscription_support import NOW, WRITER, insert, touch
+from tests.transports.subscription_support import NOW, WRITER, insert, insert_many, touch
 
 Spawn = Callable[..., ServerProcess]
 Grant = Callable[..., str]
@@ -221,19 +221,7 @@ def test_a_client_that_never_reads_has_its_listen_dropped_and_another_is_not_slo
 ) -> None:
     grant("alice", NOTES)
     grant("alice", WORK)
-    with write_tx(migrated_engine) as conn:
-        flood = [
-            notes.insert_note(
-                conn,
-                workspace=NOTES,
-                path=f"n{i:04}.md",
-                title="n",
-                body="v",
-                now=NOW,
-                author=WRITER,
-            )
-            for i in range(MAX_URIS)
-        ]
+    flood = insert_many(migrated_engine, NOTES, MAX_URIS)
     marker = insert(migrated_engine, WORK, "marker.md")
     slow = UnreadServer(tmp_path)
     try:
