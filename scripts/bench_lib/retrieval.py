@@ -365,16 +365,19 @@ FEEDBACK_NAMES = [
 
 
 def _feedback_lists(
-    matrix: Any, seqs: list[int], vector: Any, sources: dict[str, list[int]]
+    matrix: Any,
+    seqs: list[int],
+    vector: Any,
+    best_row: dict[int, int],
+    sources: dict[str, list[int]],
 ) -> dict[str, list[tuple[int, float]]]:
     """Rocchio-style pseudo-relevance feedback: the query vector plus beta x the mean of the
-    best passages of the first m hits of a source list, renormalized, ranked again."""
+    best passages (`best_row`: each note's best row for the query) of the first m hits of a
+    source list, renormalized, ranked again."""
     import numpy as np
 
     from notes_server.store import semantic
 
-    sims = matrix @ vector
-    best_row = {s: row for s, _sim, row in semantic.best_per_note(seqs, sims)}
     out: dict[str, list[tuple[int, float]]] = {}
     for source, ranked in sources.items():
         for m in FEEDBACK_DEPTHS:
@@ -487,7 +490,8 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                     t0 = time.perf_counter()
                     vector = embedder.embed([item.query])[0]
                     sims = matrix @ np.asarray(vector, dtype=np.float32)
-                    near = [(s, sim) for s, sim, _ in semantic.best_per_note(seqs, sims)]
+                    best = semantic.best_per_note(seqs, sims)
+                    near = [(s, sim) for s, sim, _ in best]
                     timings.setdefault("semantic (matrix in memory)", []).append(
                         time.perf_counter() - t0
                     )
@@ -495,6 +499,7 @@ def evaluate(corpus_name: str = "man", per_kind: int | None = 600) -> dict[str, 
                         matrix,
                         seqs,
                         np.asarray(vector, dtype=np.float32),
+                        {s: row for s, _sim, row in best},
                         {"keyword": kw},
                     )
                     means = np.bincount(row_note, weights=sims) / per_note
