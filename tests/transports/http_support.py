@@ -207,6 +207,16 @@ def start_http_server(
     return HttpServer(proc, tmp_path / f"http-server-{index}.log", workers)
 
 
+@contextlib.contextmanager
+def token_server(tmp_path: Path, db_url: str) -> Iterator[HttpServer]:
+    """`serve --transport http --auth token` for the test, stopped after it; the server must
+    not have logged a traceback."""
+    started = start_http_server(tmp_path, db_url, "--auth", "token")
+    yield started
+    started.stop()
+    assert "Traceback" not in started.stderr_text()
+
+
 class LegacyHttpHost:
     """A 2025-11-25 host over Streamable HTTP with a bearer token: it opens a session at one
     instance and may send each later POST (requests, answers, notifications) to any other."""

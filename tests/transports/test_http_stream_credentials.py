@@ -36,7 +36,7 @@ from tests.transports.http_support import (
     SseReader,
     mcp_headers,
     rpc,
-    start_http_server,
+    token_server,
 )
 from tests.transports.subscription_support import insert, touch
 
@@ -50,10 +50,8 @@ KEEPALIVE_WAIT_S = KEEPALIVE_S + 20.0
 @pytest.fixture
 def server(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[HttpServer]:
     grant("alice", NOTES)
-    started = start_http_server(tmp_path, str(migrated_engine.url), "--auth", "token")
-    yield started
-    started.stop()
-    assert "Traceback" not in started.stderr_text()
+    with token_server(tmp_path, str(migrated_engine.url)) as started:
+        yield started
 
 
 @pytest.fixture

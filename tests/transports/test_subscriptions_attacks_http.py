@@ -45,6 +45,7 @@ from tests.transports.http_support import (
     SseReader,
     mcp_headers,
     start_http_server,
+    token_server,
 )
 from tests.transports.subscription_support import NOW, WRITER, insert, insert_many, touch
 
@@ -60,10 +61,8 @@ def server(tmp_path: Path, migrated_engine: Engine, grant: Any) -> Iterator[Http
     grant("alice", NOTES)
     grant("alice", WORK)
     grant("bob", BOBS)
-    started = start_http_server(tmp_path, str(migrated_engine.url), "--auth", "token")
-    yield started
-    started.stop()
-    assert "Traceback" not in started.stderr_text()
+    with token_server(tmp_path, str(migrated_engine.url)) as started:
+        yield started
 
 
 @pytest.fixture
