@@ -6,7 +6,9 @@ rows (on PostgreSQL `FOR UPDATE SKIP LOCKED`, so instances on one database never
 rows; a claim expires, so a crashed indexer's rows are taken again) and reads the notes;
 the caller embeds outside any transaction; `store` writes, in one write transaction, the
 passages of each note that is still at the version that was embedded (on PostgreSQL the note
-row is locked `FOR SHARE`, so a concurrent delete or update waits or wins cleanly), and deletes
+row is locked `FOR SHARE SKIP LOCKED`: a concurrent delete or update waits for the indexer or,
+if it came first, the note keeps its claim for a later round; the indexer never waits for a
+writer, so it cannot close a deadlock with a write of many notes), and deletes
 its outbox row only if no change came since the claim. A deleted note's passages go with it
 (foreign key, and a trigger on SQLite).
 
@@ -124,6 +126,10 @@ def claim(conn: Connection, now: datetime, batch: int, workspace: str | None = N
     ]
 
 
+def _exists(conn: Connection, seq: int) -> bool:
+    return conn.execute(select(notes.c.seq).where(notes.c.seq == seq)).first() is not None
+
+
 def store(
     conn: Connection, model: str, work: Sequence[Work], vectors: Sequence[Any]
 ) -> tuple[int, int]:
@@ -133,14 +139,21 @@ def store(
     locks the state row until commit, so generations commit in order."""
     written = count = 0
     generation: int | None = None
+    server = conn.dialect.name == "postgresql"
     for item, vecs in zip(work, vectors, strict=True):
         current = select(notes.c.version).where(notes.c.seq == item.seq)
-        if conn.dialect.name == "postgresql":
-            current = current.with_for_update(read=True)
+        if server:
+            # Never wait for a writer's row lock: a write of many notes takes them in its own
+            # order, and waiting here while holding the locks of notes already stored is a
+            # deadlock with it. A note being written keeps its claim: the write's trigger frees
+            # it when the text changed, else the claim expires (CLAIM_SECONDS).
+            current = current.with_for_update(read=True, skip_locked=True)
         version = conn.execute(current).scalar_one_or_none()
         done = delete(outbox).where(
             outbox.c.note_seq == item.seq, outbox.c.generation == item.generation
         )
+        if version is None and server and _exists(conn, item.seq):
+            continue  # locked by a writer right now (above)
         if version is None:
             conn.execute(delete(outbox).where(outbox.c.note_seq == item.seq))
             continue

@@ -31,10 +31,7 @@ def _embedded(engine: Engine) -> dict[int, int]:
     """seq -> passages, and the outbox must be empty."""
     with read_tx(engine) as conn:
         assert conn.execute(select(func.count()).select_from(outbox_table)).scalar_one() == 0
-        rows = conn.execute(
-            select(passages_table.c.note_seq, func.count()).group_by(passages_table.c.note_seq)
-        ).all()
-    return {r[0]: r[1] for r in rows}
+    return _embedded_rows(engine)
 
 
 def _seqs(engine: Engine) -> dict[str, int]:
@@ -357,3 +354,40 @@ def test_hybrid_search_before_anything_is_embedded_answers_by_keyword(
     # Keyword hits, and no vectors yet (the indexer has not run): nothing to move toward.
     (alpha,) = insert_notes(migrated_engine, MINE, [("Alpha report", "alpha")])
     assert _hybrid_ids(migrated_engine, MINE, _Directions()) == {alpha: ("keyword",)}
+
+
+def test_the_indexer_does_not_wait_for_a_note_a_writer_holds(
+    migrated_engine: Engine, embedder: embedding.Embedder
+) -> None:
+    """PostgreSQL: a write holding a note's row lock (as one transaction changing many notes
+    does) is not waited for, so the indexer cannot close a deadlock with it; the note keeps
+    its claim, and a later round embeds it once the write committed a new text."""
+    if migrated_engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite has no row locks")
+    held, free = insert_notes(migrated_engine, MINE, [("Held", "held body"), ("Free", "free")])
+    seqs = _seqs(migrated_engine)
+    finished = threading.Event()
+    held_row = update(notes.notes).where(notes.notes.c.id == held)
+    with migrated_engine.connect() as writer:
+        # The row lock, uncommitted, by a change that leaves the note's outbox row alone (the
+        # claim takes it, then the note's lock is what the indexer meets).
+        writer.execute(held_row.values(archived=True))
+        indexing = threading.Thread(
+            target=lambda: (indexer.drain(migrated_engine, embedder), finished.set())
+        )
+        indexing.start()
+        indexing.join(timeout=60)
+        assert finished.is_set(), "the indexer waited for the writer's row lock"
+        assert set(_embedded_rows(migrated_engine)) == {seqs[free]}
+        writer.execute(held_row.values(body="held, rewritten"))  # frees the kept claim
+        writer.commit()
+    indexer.drain(migrated_engine, embedder)
+    assert _embedded(migrated_engine) == {seqs[held]: 1, seqs[free]: 1}
+
+
+def _embedded_rows(engine: Engine) -> dict[int, int]:
+    with read_tx(engine) as conn:
+        rows = conn.execute(
+            select(passages_table.c.note_seq, func.count()).group_by(passages_table.c.note_seq)
+        ).all()
+    return {r[0]: r[1] for r in rows}
