@@ -318,24 +318,28 @@ def test_a_reader_that_never_drains_is_dropped_and_another_client_is_not_slowed(
     alice, other = token_of(migrated_engine, "alice"), token_of(migrated_engine, "alice")
     uris = [f"{NOTES}/{note.path}" for note in flood]
     slow = RawListen(server, alice, listen_message("slow", uris))
-    fast = open_listen(server, client, other, "fast", [f"{WORK}/marker.md"])
-    log: list[str] = []
-    rounds, after_drop, latencies = 0, 0, []
-    while after_drop < 3:
-        assert rounds < 60, "the slow reader was never dropped"
-        flood = update_all(migrated_engine, flood)
-        started = time.monotonic()
-        marker = touch(migrated_engine, marker)
-        heard = fast.message()
-        asked = make_request("tools/list", id=rounds)
-        answer = client.post(f"{server.url}/mcp", json=asked, headers=listen_headers(asked, other))
-        latencies.append(time.monotonic() - started)
-        rounds += 1
-        assert heard == updated(f"{WORK}/marker.md", "fast")
-        assert answer.json()["id"] == rounds - 1 and "tools" in answer.json()["result"]
-        after_drop += wait_for_line(server, "a subscription was dropped", log)
-
-    body = slow.read_all()
+    try:
+        fast = open_listen(server, client, other, "fast", [f"{WORK}/marker.md"])
+        log: list[str] = []
+        rounds, after_drop, latencies = 0, 0, []
+        while after_drop < 3:
+            assert rounds < 60, "the slow reader was never dropped"
+            flood = update_all(migrated_engine, flood)
+            started = time.monotonic()
+            marker = touch(migrated_engine, marker)
+            heard = fast.message()
+            asked = make_request("tools/list", id=rounds)
+            answer = client.post(
+                f"{server.url}/mcp", json=asked, headers=listen_headers(asked, other)
+            )
+            latencies.append(time.monotonic() - started)
+            rounds += 1
+            assert heard == updated(f"{WORK}/marker.md", "fast")
+            assert answer.json()["id"] == rounds - 1 and "tools" in answer.json()["result"]
+            after_drop += wait_for_line(server, "a subscription was dropped", log)
+        body = slow.read_all()
+    finally:
+        slow.sock.close()  # also when the test fails before reading it
 
     made = rounds * MAX_URIS
     got = body.count(b"notifications/resources/updated")
