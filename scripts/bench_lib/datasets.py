@@ -1,9 +1,10 @@
 """Generated note databases, cached under bench-results/ by size and schema revision.
 
 The schema comes from notes-server's own migrations (`notes-server migrate`); notes are then bulk
-loaded with raw sqlite3 `executemany`. The FTS triggers are dropped for the load and the FTS5 index
-is built in one `rebuild` (timed: that is the reported index build time), then the triggers are
-re-created from the exact SQL they had, so the file is indistinguishable from one the server filled.
+loaded with raw sqlite3 `executemany`. The FTS triggers are dropped for the load and each FTS5
+index is filled in one INSERT ... SELECT in rowid order (timed: the reported index build time),
+then the triggers are re-created from the exact SQL they had, so the file is indistinguishable
+from one the server filled.
 
 The search databases are "mixed" (generator 3): `notes` notes live in WORKSPACE, every
 ARCHIVED_EVERY-th note archived, and a tenth as many more in OTHER_WORKSPACE (the bench principal
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_lib.common import BENCH_PRINCIPAL, VENV_PY, WORKSPACE, server_env
+from notes_server.store.models import ARCHIVED_SHIFT, SCOPE_SHIFT, SCOPE_TABLE
 
 GENERATOR_VERSION = 3
 OTHER_WORKSPACE = "file:///bench/other"
@@ -87,7 +89,15 @@ def title_for(index: int) -> str:
     return f"note {index:07d}"
 
 
-def _rows(start: int, stop: int, notes: int, mixed: bool, words: list[str], cdf: np.ndarray, rng: np.random.Generator):  # type: ignore[no-untyped-def]
+def _rows(  # type: ignore[no-untyped-def]
+    start: int,
+    stop: int,
+    notes: int,
+    mixed: bool,
+    words: list[str],
+    cdf: np.ndarray,
+    rng: np.random.Generator,
+):
     """Rows `start`..`stop` of the load: indexes below `notes` are WORKSPACE's notes (ids, paths
     and titles by index, as before), the rest OTHER_WORKSPACE's, interleaved by index order so
     neither workspace is one contiguous block of rowids."""
@@ -115,7 +125,7 @@ def _rows(start: int, stop: int, notes: int, mixed: bool, words: list[str], cdf:
 
 def _load_order(notes: int, mixed: bool) -> list[tuple[int, int]]:
     """Index ranges in insertion order: each batch of WORKSPACE's notes is followed (mixed) by
-    its share of OTHER_WORKSPACE's, so the second workspace's rowids are spread through the table."""
+    its share of OTHER_WORKSPACE's: the second workspace's rowids spread through the table."""
     batch = 50_000
     other = notes // OTHER_SHARE if mixed else 0
     out: list[tuple[int, int]] = []
@@ -180,10 +190,20 @@ def build(path: Path, notes: int, seed: int = 3, *, mixed: bool = False) -> tupl
         )
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    # Every external-content index over `notes` is rebuilt (the word index and, since 0013,
-    # the trigram index): one left behind reads as a corrupt database at the first delete.
-    for index in ("notes_fts", "notes_fts_tri"):
-        conn.execute(f"INSERT INTO {index}({index}) VALUES ('rebuild')")
+    # Every index over `notes` is filled (the word index and, since 0013, the trigram index):
+    # one left behind reads as a corrupt database at the first delete. Since 0025 both are
+    # contentless, keyed by scope (models.SCOPE_SHIFT): filled as the migration fills them.
+    conn.execute(
+        f"INSERT OR IGNORE INTO {SCOPE_TABLE}(workspace)"
+        " SELECT DISTINCT workspace FROM notes ORDER BY 1"
+    )
+    for index, body in (("notes_fts", "body"), ("notes_fts_tri", "body_spaceless")):
+        conn.execute(
+            f"INSERT INTO {index}(rowid, title, {body})"
+            f" SELECT s.key * {SCOPE_SHIFT} + n.archived * {ARCHIVED_SHIFT} + n.seq, n.title,"
+            f" n.{body} FROM notes AS n JOIN {SCOPE_TABLE} AS s ON s.workspace = n.workspace"
+            " ORDER BY 1"
+        )
     for _name, sql in triggers:
         conn.execute(sql)
     conn.execute("COMMIT")
@@ -233,7 +253,9 @@ def working_copy(source: str, dest: Path) -> Path:
 def note_ids(path: str, limit: int, seed: int = 5) -> list[str]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     # WORKSPACE's notes are indexes 0..n-1 (OTHER_WORKSPACE's come after): ids from those only.
-    total = conn.execute("SELECT count(*) FROM notes WHERE workspace = ?", (WORKSPACE,)).fetchone()[0]
+    (total,) = conn.execute(
+        "SELECT count(*) FROM notes WHERE workspace = ?", (WORKSPACE,)
+    ).fetchone()
     conn.close()
     rng = np.random.default_rng(seed)
     return [f"note_{int(i):020x}" for i in rng.integers(0, total, limit)]
