@@ -9,6 +9,7 @@ from notes_server.config import build_settings
 from notes_server.store.engine import make_engine
 from notes_server.store.models import (
     FTS_TABLE,
+    SCOPE_TABLE,
     SEARCH_VECTOR,
     SEARCH_VECTOR_INDEX,
     TRIGRAM_INDEXES,
@@ -22,9 +23,13 @@ def include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
     """The full-text indexes are managed by raw SQL, not by models: SQLite's FTS5 virtual table
-    and its shadow tables (the trigram table too), PostgreSQL's tsvector column and the GIN
-    indexes (tsvector, pg_trgm)."""
-    if type_ == "table" and name is not None and name.startswith(FTS_TABLE):
+    and its shadow tables (the trigram table too) and, since 0025, their workspace scope keys,
+    PostgreSQL's tsvector column and the GIN indexes (tsvector, pg_trgm)."""
+    if (
+        type_ == "table"
+        and name is not None
+        and (name.startswith(FTS_TABLE) or name == SCOPE_TABLE)
+    ):
         return False
     return not (
         (type_ == "column" and name == SEARCH_VECTOR)

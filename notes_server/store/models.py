@@ -199,6 +199,14 @@ SEARCH_VECTOR_INDEX = "ix_notes_search_vector"
 # table with the trigram tokenizer (its name starts with FTS_TABLE, so it shares its handling),
 # on PostgreSQL pg_trgm GIN indexes on the title and the body.
 TRIGRAM_TABLE = "notes_fts_tri"
+# SQLite (migration 0025): both FTS5 tables are contentless and a row's id carries its note's
+# scope, `scope key * SCOPE_SHIFT + archived * ARCHIVED_SHIFT + seq`, the scope key a small
+# integer per workspace from SCOPE_TABLE (claimed by the index triggers). A workspace's live notes
+# are one rowid range, its live and archived ones the next-wider one.
+SCOPE_TABLE = "search_scopes"
+SCOPE_SHIFT = 2**41
+ARCHIVED_SHIFT = 2**40
+SEQ_MASK = ARCHIVED_SHIFT - 1
 TRIGRAM_INDEXES = ("ix_notes_title_trgm", "ix_notes_body_spaceless_trgm")
 
 # A 2025-11-25 Streamable HTTP session: what `initialize` negotiated, for every worker. Keyed by

@@ -10,7 +10,9 @@ note. Words are matched
 through the word index (SQLite FTS5 `unicode61`, diacritics folded; PostgreSQL's tsvector),
 substrings of scripts written without spaces through the trigram index (FTS5 `trigram`;
 `pg_trgm`), or, for one or two characters, by a scan of the scope's own notes. The scope
-filter sits in the candidate statement, so another workspace never enters the ranking.
+filter sits in the candidate statement, so another workspace never enters the ranking: on
+SQLite the scope is part of every FTS5 rowid (migration 0025), so each term's match reads only
+the scope's rowid range and no match is joined to `notes`.
 Other databases get the portable LIKE fallback (`LikeSearch`).
 """
 
@@ -29,7 +31,14 @@ from notes_server.store.engine import (
     driver_connection,
     uses_driver,
 )
-from notes_server.store.models import FTS_TABLE, TRIGRAM_TABLE
+from notes_server.store.models import (
+    ARCHIVED_SHIFT,
+    FTS_TABLE,
+    SCOPE_SHIFT,
+    SCOPE_TABLE,
+    SEQ_MASK,
+    TRIGRAM_TABLE,
+)
 from notes_server.store.models import notes_table as notes
 from notes_server.store.notes import COLUMNS, NEWEST_FIRST, NoteRecord
 from notes_server.store.search_pg import candidate_statement
@@ -235,64 +244,65 @@ def _flag(condition: str, bit: int) -> str:
     return f"CASE WHEN {condition} THEN {bit} ELSE 0 END"
 
 
+# The scope's rowid range in both FTS5 tables (models.SCOPE_SHIFT): live notes only, or live
+# and archived ones. A workspace without a scope key has no notes, so no range and no rows.
+_SCOPE = (
+    f"scope(key, lo, hi) AS (SELECT key, key * {SCOPE_SHIFT}, key * {SCOPE_SHIFT} + :span - 1"
+    f" FROM {SCOPE_TABLE} WHERE workspace = :workspace)"
+)
+_IN_SCOPE = "rowid BETWEEN (SELECT lo FROM scope) AND (SELECT hi FROM scope)"
+
+
 def sqlite_candidates(query: Query, include_archived: bool) -> tuple[str, dict[str, Any]]:
-    """The SQLite candidate statement for this query, SQL text and its values: one row per
-    `search_rank.Group` (mask, count, the seqs joined by commas)."""
-    params: dict[str, Any] = {}
-    held, titled = [], []
-    union, any_words, any_tri, short = [], [], [], []
-    content = set(query.content)
+    """The SQLite candidate statement for this query, SQL text and its values (`:workspace`
+    is the caller's): one row per `search_rank.Group` (mask, count, the seqs joined by
+    commas).
+
+    One arm per flag of the mask (each term held, each term in the title, the phrase), each
+    arm the notes of the scope that have it: an FTS5 match limited to the scope's rowid range,
+    so FTS5 reads only that part of each posting list and no match is ever joined to `notes`.
+    The arms are merged in rowid order (UNION ALL), summed by note into its mask, and the
+    notes without a content term dropped; then grouped by mask. Terms of one or two
+    characters are looked for in the scope's own notes (`instr`), their rows given the same
+    FTS5 rowid."""
+    params: dict[str, Any] = {"span": SCOPE_SHIFT if include_archived else ARCHIVED_SHIFT}
+    held_bits, title_bits, phrase_bit = mask_bits(len(query.terms))
+    arms: list[str] = []
+
+    def fts_arm(table: str, name: str, match: str, bit: int) -> None:
+        params[name] = match
+        arms.append(
+            f"SELECT rowid AS k, {bit} AS bit FROM {table} WHERE {table} MATCH :{name}"
+            f" AND {_IN_SCOPE}"
+        )
+
+    live = "" if include_archived else " AND n.archived = 0"
     for i, term in enumerate(query.terms):
         if not term.substring:
-            params[f"h{i}"], params[f"t{i}"] = _fts_word(term.text), _fts_word(term.text, True)
-            held.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :h{i})")
-            titled.append(f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :t{i})")
-            if i in content:
-                any_words.append(_fts_word(term.text))
+            fts_arm(FTS_TABLE, f"h{i}", _fts_word(term.text), held_bits[i])
+            fts_arm(FTS_TABLE, f"t{i}", _fts_word(term.text, True), title_bits[i])
         elif len(term.text) >= 3:
-            params[f"h{i}"], params[f"t{i}"] = _fts_sub(term.text), _fts_sub(term.text, True)
-            held.append(
-                f"n.seq IN (SELECT rowid FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :h{i})"
-            )
-            titled.append(
-                f"n.seq IN (SELECT rowid FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :t{i})"
-            )
-            if i in content:
-                any_tri.append(_fts_sub(term.text))
+            fts_arm(TRIGRAM_TABLE, f"h{i}", _fts_sub(term.text), held_bits[i])
+            fts_arm(TRIGRAM_TABLE, f"t{i}", _fts_sub(term.text, True), title_bits[i])
         else:
             params[f"s{i}"] = term.text
-            held.append(f"(instr(n.title, :s{i}) > 0 OR instr(n.body, :s{i}) > 0)")
-            titled.append(f"instr(n.title, :s{i}) > 0")
-            if i in content:
-                short.append(f"instr(title, :s{i}) > 0 OR instr(body, :s{i}) > 0")
-    live = "" if include_archived else " AND archived = 0"
-    if any_words:
-        params["any"] = " OR ".join(any_words)
-        union.append(f"SELECT rowid AS seq FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :any")
-    if any_tri:
-        params["tri"] = " OR ".join(any_tri)
-        union.append(f"SELECT rowid AS seq FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH :tri")
-    if short:
-        union.append(
-            f"SELECT seq FROM notes WHERE workspace = :workspace{live} AND ({' OR '.join(short)})"
-        )
-    held_bits, title_bits, phrase_bit = mask_bits(len(query.terms))
-    flags = [*zip(held, held_bits, strict=True), *zip(titled, title_bits, strict=True)]
+            key = f"(SELECT key FROM scope) * {SCOPE_SHIFT} + n.archived * {ARCHIVED_SHIFT} + n.seq"
+            in_title = f"instr(n.title, :s{i}) > 0"
+            # One scan for both flags: the arm's bit is the held bit plus the title bit.
+            arms.append(
+                f"SELECT {key} AS k, {held_bits[i]} + {_flag(in_title, title_bits[i])} AS bit"
+                f" FROM notes AS n WHERE n.workspace = :workspace{live}"
+                f" AND ({in_title} OR instr(n.body, :s{i}) > 0)"
+            )
     if query.phrase is not None:
-        params["phrase"] = '"' + " ".join(query.phrase) + '"*'
-        phrase = f"n.seq IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :phrase)"
-        flags.append((phrase, phrase_bit))
-    # Each `IN (SELECT ...)` above is uncorrelated: SQLite builds its set once. CROSS JOIN
-    # keeps the matches as the outer loop (each note then looked up by primary key); left to
-    # itself the planner may walk the workspace's notes instead and run the whole match once
-    # per note (measured: ~150-540 ms against ~0.3-16 ms at 10,000 notes).
-    mask = " + ".join(_flag(condition, bit) for condition, bit in flags)
+        fts_arm(FTS_TABLE, "phrase", '"' + " ".join(query.phrase) + '"*', phrase_bit)
+    content = sum(held_bits[i] for i in query.content)
+    # ORDER BY k: SQLite merges the arms (each already in rowid order) instead of sorting them.
     sql = (
-        f"WITH cand(seq) AS ({' UNION '.join(union)}) "
-        "SELECT mask, count(*), group_concat(seq) FROM ("
-        f"SELECT n.seq AS seq, {mask} AS mask "
-        "FROM cand CROSS JOIN notes AS n ON n.seq = cand.seq "
-        f"WHERE n.workspace = :workspace{live.replace('archived', 'n.archived')}"
+        f"WITH {_SCOPE} "
+        f"SELECT mask, count(*), group_concat(k & {SEQ_MASK}) FROM ("
+        f"SELECT k, sum(bit) AS mask FROM ({' UNION ALL '.join(arms)} ORDER BY k) "
+        f"GROUP BY k HAVING mask & {content}"
         ") GROUP BY mask"
     )
     return sql, params

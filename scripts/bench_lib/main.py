@@ -354,7 +354,7 @@ def _run(results: Results, plan: Plan, only: list[str], cache: Path, workdir: Pa
         results.timings["deletes"] = time.perf_counter() - t0
     if "search" in only:
         t0 = time.perf_counter()
-        infos = [datasets.cached(cache / "db", n) for n in plan.search_sizes]
+        infos = [datasets.cached(cache / "db", n, mixed=True) for n in plan.search_sizes]
         for info in infos:
             if info.generated_now:
                 results.notes.append(

@@ -208,8 +208,9 @@ def build_pg(databases: Databases, purpose: str, notes: int, seed: int = 3) -> D
             for start in range(0, notes, batch):
                 stop = min(notes, start + batch)
                 with cursor.copy(f"COPY notes ({columns}) FROM STDIN") as copy:
-                    for row in _rows(start, stop, words, cdf, rng):
-                        copy.write_row((*row, 1, False, None))
+                    # The single-workspace shape (not `mixed`): row[8:] is (0, None).
+                    for row in _rows(start, stop, notes, False, words, cdf, rng):
+                        copy.write_row((*row[:8], 1, False, None))
         load_s = time.perf_counter() - started
         started = time.perf_counter()
         conn.execute(indexdef)

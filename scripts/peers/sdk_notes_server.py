@@ -197,6 +197,19 @@ def note_from_row(workspace: str, row: tuple[Any, ...]) -> Note:
     )
 
 
+def body_snippet(body: str, query: str) -> str:
+    """About 12 words of the body around the first word that starts with a query word, the
+    matching words marked `**` (what FTS5's snippet(notes_fts, 1, '**', '**', '…', 12) gave)."""
+    prefixes = tuple(w.casefold() for w in _TOKEN.findall(query)[:16])
+    words = body.split()
+    hits = [i for i, w in enumerate(words) if w.casefold().lstrip("*_([").startswith(prefixes)]
+    first = hits[0] if hits else 0
+    start = max(0, first - 3)
+    window = words[start : start + 12]
+    marked = [f"**{w}**" if w.casefold().startswith(prefixes) else w for w in window]
+    return ("…" if start else "") + " ".join(marked) + ("…" if start + 12 < len(words) else "")
+
+
 def fts_query(query: str) -> str | None:
     words = _TOKEN.findall(query)[:16]
     return " ".join(f'"{w}"*' for w in words) if words else None
@@ -299,14 +312,17 @@ def build_server(db_path: str, principal: str, *, sessions: bool = False) -> MCP
                     (workspace, limit + 1),
                 ).fetchall()
             else:
+                # notes-server's index is contentless since its migration 0025, the note's
+                # seq in the low 40 bits of the FTS5 rowid: the plain join on those bits, and
+                # the snippet cut from the body here (FTS5's snippet() has no text to cut).
                 rows = conn.execute(
-                    f"SELECT {', '.join('n.' + c for c in NOTE_COLUMNS.split(', '))},"
-                    " snippet(notes_fts, 1, '**', '**', '…', 12)"
-                    " FROM notes n JOIN notes_fts ON notes_fts.rowid = n.seq"
+                    f"SELECT {', '.join('n.' + c for c in NOTE_COLUMNS.split(', '))}, NULL"
+                    " FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid & 1099511627775"
                     f" WHERE notes_fts MATCH ? AND n.workspace = ?{archived}"
                     " ORDER BY bm25(notes_fts, 10.0, 1.0), n.id LIMIT ?",
                     (match, workspace, limit + 1),
                 ).fetchall()
+                rows = [(*row[:9], body_snippet(row[4], query or "")) for row in rows]
         finally:
             conn.execute("COMMIT")
         hits = []
