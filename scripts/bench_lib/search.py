@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from peers.peer_index import PEER_FTS
+
 from bench_lib import client
 from bench_lib.common import (
     OURS,
@@ -27,15 +29,13 @@ from bench_lib.results import Check, Results, Row
 
 SECTION = "Search (`notes_search`, FTS5 bm25 + snippet, 20 hits) end to end over stdio"
 # The peer's ranked search statement (the plain join: every match joined to its row, then
-# ranked), executed in-process with stdlib sqlite3. Since migration 0025 the FTS5 rowid holds
-# the seq in its low 40 bits and the index is contentless: the peer joins on those bits and
-# cuts its snippet from the body in Python (sdk_notes_server.body_snippet), not timed here.
+# ranked) over its own index (peers/peer_index.py), executed in-process with stdlib sqlite3.
 PEER_SQL = (
     "SELECT n.id, n.workspace, n.path, n.title, n.body, n.created_at, n.updated_at, n.version,"
-    " n.archived, n.archived_at"
-    " FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid & 1099511627775"
-    " WHERE notes_fts MATCH ? AND n.workspace = ? AND n.archived = 0"
-    " ORDER BY bm25(notes_fts, 10.0, 1.0), n.id LIMIT 21"
+    f" n.archived, n.archived_at, snippet({PEER_FTS}, 1, '**', '**', '…', 12)"
+    f" FROM notes n JOIN {PEER_FTS} ON {PEER_FTS}.rowid = n.seq"
+    f" WHERE {PEER_FTS} MATCH ? AND n.workspace = ? AND n.archived = 0"
+    f" ORDER BY bm25({PEER_FTS}, 10.0, 1.0), n.id LIMIT 21"
 )
 
 

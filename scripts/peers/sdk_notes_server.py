@@ -60,6 +60,7 @@ from mcp_types import (
     InputRequiredResult,
     ToolAnnotations,
 )
+from peer_index import PEER_FTS, PEER_FTS_REBUILD, PEER_FTS_SQL
 from pydantic import BaseModel, Field
 
 ENV_DB = "SDK_PEER_DB"
@@ -83,6 +84,18 @@ class Store:
     def __init__(self, path: str) -> None:
         self.path = path
         self._local = threading.local()
+
+    def ensure_index(self) -> None:
+        """The peer's full-text index (PEER_FTS), built from the notes when it is missing."""
+        conn = self.conn()
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (PEER_FTS,)
+        ).fetchone()
+        if found is None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(PEER_FTS_SQL)
+            conn.execute(PEER_FTS_REBUILD)
+            conn.execute("COMMIT")
 
     def conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -197,19 +210,6 @@ def note_from_row(workspace: str, row: tuple[Any, ...]) -> Note:
     )
 
 
-def body_snippet(body: str, query: str) -> str:
-    """About 12 words of the body around the first word that starts with a query word, the
-    matching words marked `**` (what FTS5's snippet(notes_fts, 1, '**', '**', '…', 12) gave)."""
-    prefixes = tuple(w.casefold() for w in _TOKEN.findall(query)[:16])
-    words = body.split()
-    hits = [i for i, w in enumerate(words) if w.casefold().lstrip("*_([").startswith(prefixes)]
-    first = hits[0] if hits else 0
-    start = max(0, first - 3)
-    window = words[start : start + 12]
-    marked = [f"**{w}**" if w.casefold().startswith(prefixes) else w for w in window]
-    return ("…" if start else "") + " ".join(marked) + ("…" if start + 12 < len(words) else "")
-
-
 def fts_query(query: str) -> str | None:
     words = _TOKEN.findall(query)[:16]
     return " ".join(f'"{w}"*' for w in words) if words else None
@@ -232,6 +232,7 @@ def build_server(db_path: str, principal: str, *, sessions: bool = False) -> MCP
         request_state_security=security,
     )
     store = Store(db_path)
+    store.ensure_index()
 
     @mcp.tool(annotations=ToolAnnotations(title="Create note", read_only_hint=False))
     def notes_create(
@@ -312,17 +313,14 @@ def build_server(db_path: str, principal: str, *, sessions: bool = False) -> MCP
                     (workspace, limit + 1),
                 ).fetchall()
             else:
-                # notes-server's index is contentless since its migration 0025, the note's
-                # seq in the low 40 bits of the FTS5 rowid: the plain join on those bits, and
-                # the snippet cut from the body here (FTS5's snippet() has no text to cut).
                 rows = conn.execute(
-                    f"SELECT {', '.join('n.' + c for c in NOTE_COLUMNS.split(', '))}, NULL"
-                    " FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid & 1099511627775"
-                    f" WHERE notes_fts MATCH ? AND n.workspace = ?{archived}"
-                    " ORDER BY bm25(notes_fts, 10.0, 1.0), n.id LIMIT ?",
+                    f"SELECT {', '.join('n.' + c for c in NOTE_COLUMNS.split(', '))},"
+                    f" snippet({PEER_FTS}, 1, '**', '**', '…', 12)"
+                    f" FROM notes n JOIN {PEER_FTS} ON {PEER_FTS}.rowid = n.seq"
+                    f" WHERE {PEER_FTS} MATCH ? AND n.workspace = ?{archived}"
+                    f" ORDER BY bm25({PEER_FTS}, 10.0, 1.0), n.id LIMIT ?",
                     (match, workspace, limit + 1),
                 ).fetchall()
-                rows = [(*row[:9], body_snippet(row[4], query or "")) for row in rows]
         finally:
             conn.execute("COMMIT")
         hits = []
