@@ -494,5 +494,5 @@ def delete_note(conn: Connection, note: NoteRecord) -> bool:
     """A permanent delete: the note and its whole history go together."""
     if not store(conn).delete(conn, note):
         return False
-    history.forget(conn, [note.id])
+    history.forget(conn, note.id)
     return True
