@@ -6,9 +6,9 @@ notes-server's accept transaction sends on SQLite, in its order, with the same v
 from a statement trace of `notes_delete` round 2, history item 45): read the grant, look the
 nonce up, read the note, prune expired nonces, claim the nonce (its recorded result included),
 delete the note (the FTS and change-feed triggers fire), drop its links and tags, resolve again
-the links that named it, drop its history, write the audit row, COMMIT. What it leaves out is
-everything around the transaction: the two MCP rounds, round 1's candidate lookup, the sealed
-state, JSON and the pipes. Stdlib only.
+the links that named it, drop its kept front matter and its history, write the audit row,
+COMMIT. What it leaves out is everything around the transaction: the two MCP rounds, round 1's
+candidate lookup, the sealed state, JSON and the pipes. Stdlib only.
 
 Usage: sqlite_worker.py DB WORKER WORKERS SECONDS START_AT  -> prints {"count", "elapsed"}
 """
@@ -61,6 +61,7 @@ RERESOLVE = (
     " AND note_links.lookup_key IN (?, ?, ?, ?) AND (note_links.path_key IN (?, ?)"
     f" OR note_links.title_key IN (?, ?)) AND note_links.target_id IS NOT {_TARGET}"
 )
+FRONT = "DELETE FROM note_front_matter WHERE note_id = ?"
 HISTORY = "DELETE FROM note_revisions WHERE note_id = ?"
 AUDIT = (
     "INSERT INTO audit_log (at, principal, tool, outcome, workspace, note_id, note_title,"
@@ -111,6 +112,7 @@ def main() -> None:
         conn.execute(LINKS, (note_id,))
         conn.execute(TAGS, (note_id,))
         conn.execute(RERESOLVE, (workspace, path, path, key, key, path, path, key, key))
+        conn.execute(FRONT, (note_id,))
         conn.execute(HISTORY, (note_id,))
         conn.execute(AUDIT, (STAMP, PRINCIPAL, TOOL, workspace, note_id, title, path, nonce))
         conn.execute("COMMIT")
