@@ -119,7 +119,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
     if result.rowcount == 1:
         conn.execute(delete(front).where(front.c.note_id == note.id))
         content_index.forget_note(conn, note)
-        history.forget(conn, [note.id])
+        history.forget(conn, note.id)
         return True
     return False
 

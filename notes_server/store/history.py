@@ -11,9 +11,8 @@ Callers own the transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -120,15 +119,18 @@ def versions_kept(conn: Connection, note_id: str) -> list[int]:
     return [int(v) for v in conn.execute(query.order_by(revisions.c.version.desc())).scalars()]
 
 
-def forget(conn: Connection, note_ids: Sequence[str]) -> int:
-    """Remove the whole history of these notes (a permanent delete); how many revisions."""
-    removed = 0
-    ids = list(note_ids)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        result = conn.execute(delete(revisions).where(revisions.c.note_id.in_(chunk)))
-        removed += int(result.rowcount)
-    return removed
+# Prepared once: a permanent delete runs it inside its write transaction (on SQLite straight
+# on the driver, like the delete itself; building and compiling a Core DELETE ... IN there cost
+# ~0.3 ms of the write lock per delete).
+_FORGET = DriverWrite(delete(revisions).where(revisions.c.note_id == bindparam("note_id")))
+
+
+def forget(conn: Connection, note_id: str) -> int:
+    """Remove the whole history of this note (a permanent delete); how many revisions."""
+    values = {"note_id": note_id}
+    if uses_driver(conn):
+        return _FORGET.rowcount(conn, values)
+    return int(cast(Any, conn.execute(_FORGET.statement, values)).rowcount)
 
 
 class Pruned(NamedTuple):

@@ -490,9 +490,19 @@ def update_fields(
     )
 
 
+# A permanent delete's last trace of the note's file: prepared once (on the driver on SQLite).
+_FORGET_FRONT = DriverWrite(delete(front).where(front.c.note_id == bindparam("note_id")))
+
+
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
-    """A permanent delete: the note and its whole history go together."""
+    """A permanent delete: the note, its kept front matter lines and its whole history go
+    together."""
     if not store(conn).delete(conn, note):
         return False
-    history.forget(conn, [note.id])
+    values = {"note_id": note.id}
+    if uses_driver(conn):
+        _FORGET_FRONT.rowcount(conn, values)
+    else:
+        conn.execute(_FORGET_FRONT.statement, values)
+    history.forget(conn, note.id)
     return True

@@ -193,11 +193,11 @@ def run(
     share = statistics_median(by_n[top][OURS]) / best_raw
     results.checks.append(
         Check(
-            f"confirmed delete with {top} processes ≥ 60% of the SQLite ceiling (best raw rate "
-            "over all N), no lost or doubled delete",
+            f"confirmed delete with {top} processes ≥ 50% of the SQLite ceiling (best raw rate "
+            "over all N, the same transaction, this run), no lost or doubled delete",
             f"{100 * share:.0f}% ({statistics_median(by_n[top][OURS]):,.0f}/s vs "
             f"{best_raw:,.0f}/s); counts verified after every run",
-            share >= 0.6,
+            share >= 0.5,
         )
     )
 

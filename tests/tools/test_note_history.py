@@ -15,8 +15,9 @@ from sqlalchemy import Engine, func, select
 from notes_server.cli.main import main
 from notes_server.config import Settings
 from notes_server.protocol.server import McpServer
-from notes_server.store.engine import read_tx
-from notes_server.store.models import revisions_table
+from notes_server.store import notes
+from notes_server.store.engine import read_tx, write_tx
+from notes_server.store.models import front_matter_table, revisions_table
 from notes_server.tools.schema import validate
 from notes_server.tools.services import Services
 from tests.tools.confirm_support import ARCHIVE, DELETE, Flow, accept
@@ -87,6 +88,12 @@ def versions(call_tool: Call, note_id: str, ws: str = WS) -> list[tuple[Any, ...
 def read_version(call_tool: Call, note_id: str, version: int, ws: str = WS) -> dict[str, Any]:
     args = {"workspaceUri": ws, "noteId": note_id, "version": version}
     return ok(call_tool("notes_read", args))
+
+
+def front_matter_rows(engine: Engine, note_id: str) -> int:
+    with read_tx(engine) as conn:
+        query = select(func.count()).where(front_matter_table.c.note_id == note_id)
+        return int(conn.execute(query).scalar_one())
 
 
 def revision_rows(engine: Engine, note_id: str) -> int:
@@ -400,6 +407,19 @@ def test_a_confirmed_delete_removes_the_note_with_its_history(flow: Flow) -> Non
 
     assert reply["result"]["structuredContent"]["outcome"] == "deleted"
     assert revision_rows(flow.engine, note.id) == 0
+
+
+def test_a_confirmed_delete_removes_the_kept_front_matter_too(flow: Flow) -> None:
+    note = flow.seed("TPS report", "tps.md", body="v1")
+    with write_tx(flow.engine) as conn:
+        notes.set_front_matter(conn, note.id, "owner: alice\n")
+    assert front_matter_rows(flow.engine, note.id) == 1
+
+    state, _ = flow.ask(DELETE, "TPS report")
+    reply = flow.answer(DELETE, "TPS report", state, accept(note.id))
+
+    assert reply["result"]["structuredContent"]["outcome"] == "deleted"
+    assert front_matter_rows(flow.engine, note.id) == 0
 
 
 def test_a_confirmed_archive_keeps_the_history_and_is_itself_a_version(flow: Flow) -> None:
