@@ -19,6 +19,7 @@ WIKI = "wiki"
 MARKDOWN = "markdown"
 MAX_TARGET = 1024
 CONTEXT = 60  # characters of context on each side of a backlink
+MAX_CONTEXT = 400  # a backlink's context at most (a link's own text can be long)
 
 _WIKI = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 # [text](destination "optional title"); an image (a leading "!", checked by the caller: a
@@ -49,50 +50,69 @@ def parse_links(body: str) -> list[Link]:
     if "[" not in body:
         return []
     masked = mask_code(body)
+    # Without code the masked copy is the body itself: a match's groups are its text (else
+    # the text is cut from the body, where code inside a link reads as written).
+    plain = masked is body
     found: list[Link] = []
-    for match in _WIKI.finditer(masked):
-        raw = body[match.start(1) : match.end(1)]
-        target = raw.strip()
-        if not target or len(target) > MAX_TARGET:
-            continue  # [[#Heading]] points into the note itself
-        lead = len(raw) - len(raw.lstrip())
-        heading = _part(body, match, 2)
-        label = _part(body, match, 3)
-        start = match.start(1) + lead
-        found.append(
-            Link(
-                WIKI, target, heading, label, match.start(), match.end(), start, start + len(target)
+    if "[[" in masked:
+        for match in _WIKI.finditer(masked):
+            raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
+            target = raw.strip()
+            if not target or len(target) > MAX_TARGET:
+                continue  # [[#Heading]] points into the note itself
+            start = match.start(1)
+            if raw[0].isspace():
+                start += len(raw) - len(raw.lstrip())
+            heading = match.group(2)
+            if heading is not None:
+                text = heading if plain else body[match.start(2) : match.end(2)]
+                heading = text.strip() or None
+            label = match.group(3)
+            if label is not None:
+                text = label if plain else body[match.start(3) : match.end(3)]
+                label = text.strip() or None
+            found.append(
+                Link(
+                    WIKI,
+                    target,
+                    heading,
+                    label,
+                    match.start(),
+                    match.end(),
+                    start,
+                    start + len(target),
+                )
             )
-        )
-    for match in _MARKDOWN.finditer(masked):
-        if match.start() > 0 and masked[match.start() - 1] == "!":
-            continue
-        destination = body[match.start(2) : match.end(2)]
-        parsed = _markdown_target(destination)
-        if parsed is None:
-            continue
-        path, heading = parsed
-        label = body[match.start(1) : match.end(1)]
-        found.append(
-            Link(
-                MARKDOWN,
-                path,
-                heading,
-                label,
-                match.start(),
-                match.end(),
-                match.start(2),
-                match.start(2) + len(destination.split("#", 1)[0]),
+    if "](" in masked:
+        wiki = len(found)
+        for match in _MARKDOWN.finditer(masked):
+            if match.start() > 0 and masked[match.start() - 1] == "!":
+                continue
+            destination = body[match.start(2) : match.end(2)]
+            parsed = _markdown_target(destination)
+            if parsed is None:
+                continue
+            path, heading = parsed
+            label = body[match.start(1) : match.end(1)]
+            found.append(
+                Link(
+                    MARKDOWN,
+                    path,
+                    heading,
+                    label,
+                    match.start(),
+                    match.end(),
+                    match.start(2),
+                    match.start(2) + len(destination.split("#", 1)[0]),
+                )
             )
-        )
-    found.sort(key=lambda link: link.start)
+        if wiki and len(found) > wiki:
+            found.sort(key=_start)
     return found
 
 
-def _part(body: str, match: re.Match[str], group: int) -> str | None:
-    if match.group(group) is None:
-        return None
-    return body[match.start(group) : match.end(group)].strip() or None
+def _start(link: Link) -> int:
+    return link.start
 
 
 def _markdown_target(destination: str) -> tuple[str, str | None] | None:
@@ -154,6 +174,13 @@ def context_of(body: str, link: Link, width: int = CONTEXT) -> str:
     end = min(len(body), link.end + width)
     excerpt = " ".join(body[start:end].split())
     return ("…" if start > 0 else "") + excerpt + ("…" if end < len(body) else "")
+
+
+def context_at(body: str, position: int) -> str:
+    """The backlink context of the link at ``position`` (its index among `parse_links`'s) of
+    ``body``, as the link index numbers them; "" if there is none there."""
+    found = parse_links(body)
+    return context_of(body, found[position])[:MAX_CONTEXT] if 0 <= position < len(found) else ""
 
 
 def rewrite(body: str, replacements: list[tuple[int, int, str]]) -> str:

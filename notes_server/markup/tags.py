@@ -49,8 +49,19 @@ def body_tags(body: str) -> list[str]:
         tag
         for match in _BODY_TAG.finditer(masked)
         if (match.start() == 0 or masked[match.start() - 1].isspace())
-        and (tag := clean_tag(match.group(1))) is not None
+        and (tag := _body_tag(match.group(1))) is not None
     )
+
+
+def _body_tag(text: str) -> str | None:
+    """`clean_tag` of what `_BODY_TAG` matched. ASCII (most tags) needs fewer steps: NFC
+    leaves it as it is, and the match already has the shape of a tag."""
+    if not text.isascii():
+        return clean_tag(text)
+    text = text.rstrip("/")
+    if len(text) > MAX_TAG or text.isdigit() or "//" in text:
+        return None
+    return text
 
 
 def unique(tags: Iterable[str]) -> list[str]:

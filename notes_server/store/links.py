@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, case, func, select
 
+from notes_server.markup.links import context_at
 from notes_server.store.engine import DriverRead, uses_driver
 from notes_server.store.models import links_table as links
 from notes_server.store.models import notes_table as notes
@@ -37,10 +38,9 @@ _first = (
     .subquery()
 )
 _INCOMING = DriverRead(
-    select(*COLUMNS, links.c.context, _first.c.links)
+    select(*COLUMNS, _first.c.first, _first.c.links)
     .select_from(_first)
-    .join(links, and_(links.c.note_id == _first.c.note_id, links.c.position == _first.c.first))
-    .join(notes, and_(notes.c.id == _first.c.note_id, notes.c.workspace == links.c.workspace))
+    .join(notes, and_(notes.c.id == _first.c.note_id, notes.c.workspace == bindparam("workspace")))
     .order_by(notes.c.path)
     .limit(bindparam("limit"))
 )
@@ -105,13 +105,15 @@ def outgoing(conn: Connection, note: NoteRecord, *, limit: int) -> list[Outgoing
 
 
 def incoming(conn: Connection, note: NoteRecord, *, limit: int) -> list[Incoming]:
-    """The notes of the same workspace with a link resolved to ``note``, by path."""
+    """The notes of the same workspace with a link resolved to ``note``, by path; the context
+    of each one's first such link is cut from its body (the index keeps its position)."""
     width = len(COLUMNS)
     values = {"note_id": note.id, "workspace": note.workspace, "limit": limit}
-    return [
-        Incoming(_record(conn, r), str(r[width]), int(r[width + 1]))
-        for r in _run(_INCOMING, conn, values)
-    ]
+    found = []
+    for r in _run(_INCOMING, conn, values):
+        source = _record(conn, r)
+        found.append(Incoming(source, context_at(source.body, int(r[width])), int(r[width + 1])))
+    return found
 
 
 def counts(conn: Connection, note: NoteRecord) -> LinkCounts:
