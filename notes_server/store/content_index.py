@@ -253,6 +253,8 @@ def note_tags(body: str, extra: str) -> list[str]:
 @lru_cache(maxsize=8)
 def _note_tags(body: str, extra: str) -> tuple[str, ...]:
     """Cached: a write indexes the tags, then its result shows them (the same body twice)."""
+    if not extra:  # no front matter (most notes): the body's tags, each once already
+        return tuple(body_tags(body))
     return tuple(unique([*front_matter_tags(extra), *body_tags(body)]))
 
 

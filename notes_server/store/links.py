@@ -32,15 +32,23 @@ _OUTGOING = DriverRead(
     .limit(bindparam("limit"))
 )
 _first = (
-    select(links.c.note_id, func.min(links.c.position).label("first"), func.count().label("links"))
+    select(
+        links.c.note_id,
+        links.c.workspace,
+        func.min(links.c.position).label("first"),
+        func.count().label("links"),
+    )
     .where(links.c.target_id == bindparam("note_id"), links.c.workspace == bindparam("workspace"))
-    .group_by(links.c.note_id)
+    .group_by(links.c.note_id, links.c.workspace)
     .subquery()
 )
+# The linking notes are found from the links (the target index), each note by its id: the
+# workspace is compared with the links' own (a bound value there lets the planner walk all the
+# workspace's notes by path instead: 37 ms at 100k notes against 0.6 ms).
 _INCOMING = DriverRead(
     select(*COLUMNS, _first.c.first, _first.c.links)
     .select_from(_first)
-    .join(notes, and_(notes.c.id == _first.c.note_id, notes.c.workspace == bindparam("workspace")))
+    .join(notes, and_(notes.c.id == _first.c.note_id, notes.c.workspace == _first.c.workspace))
     .order_by(notes.c.path)
     .limit(bindparam("limit"))
 )
