@@ -8,8 +8,10 @@ markdown target is a path relative to the linking note's folder, percent-decoded
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
+from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
@@ -170,17 +172,52 @@ def wiki_target_for(title: str, path: str) -> str | None:
 
 def context_of(body: str, link: Link, width: int = CONTEXT) -> str:
     """A short, one-line excerpt of ``body`` around ``link`` (for a backlink)."""
-    start = max(0, link.start - width)
-    end = min(len(body), link.end + width)
+    return _excerpt(body, link.start, link.end, width)
+
+
+def _excerpt(body: str, start: int, end: int, width: int = CONTEXT) -> str:
+    start = max(0, start - width)
+    end = min(len(body), end + width)
     excerpt = " ".join(body[start:end].split())
     return ("…" if start > 0 else "") + excerpt + ("…" if end < len(body) else "")
 
 
 def context_at(body: str, position: int) -> str:
-    """The backlink context of the link at ``position`` (its index among `parse_links`'s) of
-    ``body``, as the link index numbers them; "" if there is none there."""
-    found = parse_links(body)
-    return context_of(body, found[position])[:MAX_CONTEXT] if 0 <= position < len(found) else ""
+    """The backlink context of the link at ``position`` (its index among `parse_links`'s, as
+    the link index numbers them) of ``body``; "" if there is none there. Finds the links as
+    `parse_links` does, spans only, up to that one (a backlink read runs it per linking note)."""
+    if position < 0 or "[" not in body:
+        return ""
+    masked = mask_code(body)
+    wiki = _wiki_spans(body, masked) if "[[" in masked else None
+    markdown = _markdown_spans(body, masked) if "](" in masked else None
+    if wiki is not None and markdown is not None:
+        spans: Iterator[tuple[int, int]] = heapq.merge(wiki, markdown)
+    else:
+        spans = wiki or markdown or iter(())
+    for index, (start, end) in enumerate(spans):
+        if index == position:
+            return _excerpt(body, start, end)[:MAX_CONTEXT]
+    return ""
+
+
+def _wiki_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each wiki link `parse_links` keeps, in order."""
+    plain = masked is body
+    for match in _WIKI.finditer(masked):
+        raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
+        target = raw.strip()
+        if target and len(target) <= MAX_TARGET:
+            yield match.start(), match.end()
+
+
+def _markdown_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each markdown link `parse_links` keeps, in order."""
+    for match in _MARKDOWN.finditer(masked):
+        if match.start() > 0 and masked[match.start() - 1] == "!":
+            continue
+        if _markdown_target(body[match.start(2) : match.end(2)]) is not None:
+            yield match.start(), match.end()
 
 
 def rewrite(body: str, replacements: list[tuple[int, int, str]]) -> str:

@@ -43,8 +43,8 @@ _first = (
     .subquery()
 )
 # The linking notes are found from the links (the target index), each note by its id: the
-# workspace is compared with the links' own (a bound value there lets the planner walk all the
-# workspace's notes by path instead: 37 ms at 100k notes against 0.6 ms).
+# workspace is compared with the links' own (a bound value there let the planner walk all the
+# workspace's notes by path instead: 37.6 ms p50 at 100k notes against 0.68 ms).
 _INCOMING = DriverRead(
     select(*COLUMNS, _first.c.first, _first.c.links)
     .select_from(_first)
