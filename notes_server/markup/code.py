@@ -16,16 +16,16 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _BACKTICKS = re.compile(r"`+")
 
 
+@lru_cache(maxsize=4)
 def mask_code(text: str) -> str:
-    """``text`` with fenced code blocks and inline code spans blanked (same length)."""
+    """``text`` with fenced code blocks and inline code spans blanked (same length). Cached:
+    one write reads the same body for links and for tags (looking for code is two scans)."""
     if "`" not in text and "~~~" not in text:
         return text  # no code at all: most notes
     return _masked(text)
 
 
-@lru_cache(maxsize=4)
 def _masked(text: str) -> str:
-    """Cached: one write reads the same body for links and for tags."""
     chars = list(text)
     _blank_fences(text, chars)
     _blank_spans("".join(chars), chars)

@@ -8,8 +8,10 @@ markdown target is a path relative to the linking note's folder, percent-decoded
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
+from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
@@ -19,6 +21,7 @@ WIKI = "wiki"
 MARKDOWN = "markdown"
 MAX_TARGET = 1024
 CONTEXT = 60  # characters of context on each side of a backlink
+MAX_CONTEXT = 400  # a backlink's context at most (a link's own text can be long)
 
 _WIKI = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 # [text](destination "optional title"); an image (a leading "!", checked by the caller: a
@@ -49,50 +52,69 @@ def parse_links(body: str) -> list[Link]:
     if "[" not in body:
         return []
     masked = mask_code(body)
+    # Without code the masked copy is the body itself: a match's groups are its text (else
+    # the text is cut from the body, where code inside a link reads as written).
+    plain = masked is body
     found: list[Link] = []
-    for match in _WIKI.finditer(masked):
-        raw = body[match.start(1) : match.end(1)]
-        target = raw.strip()
-        if not target or len(target) > MAX_TARGET:
-            continue  # [[#Heading]] points into the note itself
-        lead = len(raw) - len(raw.lstrip())
-        heading = _part(body, match, 2)
-        label = _part(body, match, 3)
-        start = match.start(1) + lead
-        found.append(
-            Link(
-                WIKI, target, heading, label, match.start(), match.end(), start, start + len(target)
+    if "[[" in masked:
+        for match in _WIKI.finditer(masked):
+            raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
+            target = raw.strip()
+            if not target or len(target) > MAX_TARGET:
+                continue  # [[#Heading]] points into the note itself
+            start = match.start(1)
+            if raw[0].isspace():
+                start += len(raw) - len(raw.lstrip())
+            heading = match.group(2)
+            if heading is not None:
+                text = heading if plain else body[match.start(2) : match.end(2)]
+                heading = text.strip() or None
+            label = match.group(3)
+            if label is not None:
+                text = label if plain else body[match.start(3) : match.end(3)]
+                label = text.strip() or None
+            found.append(
+                Link(
+                    WIKI,
+                    target,
+                    heading,
+                    label,
+                    match.start(),
+                    match.end(),
+                    start,
+                    start + len(target),
+                )
             )
-        )
-    for match in _MARKDOWN.finditer(masked):
-        if match.start() > 0 and masked[match.start() - 1] == "!":
-            continue
-        destination = body[match.start(2) : match.end(2)]
-        parsed = _markdown_target(destination)
-        if parsed is None:
-            continue
-        path, heading = parsed
-        label = body[match.start(1) : match.end(1)]
-        found.append(
-            Link(
-                MARKDOWN,
-                path,
-                heading,
-                label,
-                match.start(),
-                match.end(),
-                match.start(2),
-                match.start(2) + len(destination.split("#", 1)[0]),
+    if "](" in masked:
+        wiki = len(found)
+        for match in _MARKDOWN.finditer(masked):
+            if match.start() > 0 and masked[match.start() - 1] == "!":
+                continue
+            destination = body[match.start(2) : match.end(2)]
+            parsed = _markdown_target(destination)
+            if parsed is None:
+                continue
+            path, heading = parsed
+            label = body[match.start(1) : match.end(1)]
+            found.append(
+                Link(
+                    MARKDOWN,
+                    path,
+                    heading,
+                    label,
+                    match.start(),
+                    match.end(),
+                    match.start(2),
+                    match.start(2) + len(destination.split("#", 1)[0]),
+                )
             )
-        )
-    found.sort(key=lambda link: link.start)
+        if wiki and len(found) > wiki:
+            found.sort(key=_start)
     return found
 
 
-def _part(body: str, match: re.Match[str], group: int) -> str | None:
-    if match.group(group) is None:
-        return None
-    return body[match.start(group) : match.end(group)].strip() or None
+def _start(link: Link) -> int:
+    return link.start
 
 
 def _markdown_target(destination: str) -> tuple[str, str | None] | None:
@@ -150,10 +172,52 @@ def wiki_target_for(title: str, path: str) -> str | None:
 
 def context_of(body: str, link: Link, width: int = CONTEXT) -> str:
     """A short, one-line excerpt of ``body`` around ``link`` (for a backlink)."""
-    start = max(0, link.start - width)
-    end = min(len(body), link.end + width)
+    return _excerpt(body, link.start, link.end, width)
+
+
+def _excerpt(body: str, start: int, end: int, width: int = CONTEXT) -> str:
+    start = max(0, start - width)
+    end = min(len(body), end + width)
     excerpt = " ".join(body[start:end].split())
     return ("…" if start > 0 else "") + excerpt + ("…" if end < len(body) else "")
+
+
+def context_at(body: str, position: int) -> str:
+    """The backlink context of the link at ``position`` (its index among `parse_links`'s, as
+    the link index numbers them) of ``body``; "" if there is none there. Finds the links as
+    `parse_links` does, spans only, up to that one (a backlink read runs it per linking note)."""
+    if position < 0 or "[" not in body:
+        return ""
+    masked = mask_code(body)
+    wiki = _wiki_spans(body, masked) if "[[" in masked else None
+    markdown = _markdown_spans(body, masked) if "](" in masked else None
+    if wiki is not None and markdown is not None:
+        spans: Iterator[tuple[int, int]] = heapq.merge(wiki, markdown)
+    else:
+        spans = wiki or markdown or iter(())
+    for index, (start, end) in enumerate(spans):
+        if index == position:
+            return _excerpt(body, start, end)[:MAX_CONTEXT]
+    return ""
+
+
+def _wiki_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each wiki link `parse_links` keeps, in order."""
+    plain = masked is body
+    for match in _WIKI.finditer(masked):
+        raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
+        target = raw.strip()
+        if target and len(target) <= MAX_TARGET:
+            yield match.start(), match.end()
+
+
+def _markdown_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each markdown link `parse_links` keeps, in order."""
+    for match in _MARKDOWN.finditer(masked):
+        if match.start() > 0 and masked[match.start() - 1] == "!":
+            continue
+        if _markdown_target(body[match.start(2) : match.end(2)]) is not None:
+            yield match.start(), match.end()
 
 
 def rewrite(body: str, replacements: list[tuple[int, int, str]]) -> str:

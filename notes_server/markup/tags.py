@@ -45,12 +45,28 @@ def body_tags(body: str) -> list[str]:
     if "#" not in body:
         return []
     masked = mask_code(body)
-    return unique(
-        tag
-        for match in _BODY_TAG.finditer(masked)
-        if (match.start() == 0 or masked[match.start() - 1].isspace())
-        and (tag := clean_tag(match.group(1))) is not None
-    )
+    seen: set[str] = set()
+    kept: list[str] = []
+    for match in _BODY_TAG.finditer(masked):
+        start = match.start()
+        if start and not masked[start - 1].isspace():
+            continue
+        tag = _body_tag(match.group(1))
+        if tag is not None and (key := tag_key(tag)) not in seen:
+            seen.add(key)
+            kept.append(tag)
+    return kept
+
+
+def _body_tag(text: str) -> str | None:
+    """`clean_tag` of what `_BODY_TAG` matched. ASCII (most tags) needs fewer steps: NFC
+    leaves it as it is, and the match already has the shape of a tag."""
+    if not text.isascii():
+        return clean_tag(text)
+    text = text.rstrip("/")
+    if len(text) > MAX_TAG or text.isdigit() or "//" in text:
+        return None
+    return text
 
 
 def unique(tags: Iterable[str]) -> list[str]:

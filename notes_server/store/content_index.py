@@ -55,7 +55,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
-from notes_server.markup.links import MARKDOWN, Link, context_of, parse_links, resolve_relative
+from notes_server.markup.links import MARKDOWN, Link, parse_links, resolve_relative
 from notes_server.markup.properties import front_matter_tags
 from notes_server.markup.stable import same_links_and_tags
 from notes_server.markup.tags import body_tags, tag_key, unique
@@ -96,7 +96,6 @@ _STORED_LINKS = DriverRead(
         links.c.heading,
         links.c.path_key,
         links.c.title_key,
-        links.c.context,
     ).where(links.c.note_id == bindparam("note_id"))
 )
 _STORED_TAGS = DriverRead(
@@ -143,7 +142,6 @@ _INSERT_LINK = insert(links).values(
     path_key=bindparam("pk"),
     title_key=bindparam("tk"),
     lookup_key=bindparam("lk"),
-    context=bindparam("ctx"),
     target_id=_resolved(bindparam("ws"), bindparam("pk"), bindparam("tk")),
 )
 # Resolve again the links that could name a note by one of two paths or two title keys (a
@@ -255,12 +253,15 @@ def note_tags(body: str, extra: str) -> list[str]:
 @lru_cache(maxsize=8)
 def _note_tags(body: str, extra: str) -> tuple[str, ...]:
     """Cached: a write indexes the tags, then its result shows them (the same body twice)."""
+    if not extra:  # no front matter (most notes): the body's tags, each once already
+        return tuple(body_tags(body))
     return tuple(unique([*front_matter_tags(extra), *body_tags(body)]))
 
 
 class LinkRow(NamedTuple):
     """A link as `note_links` keeps it, resolution aside: what decides whether a stored row
-    still stands for the body (same place in the order, same text, same keys, same context)."""
+    still stands for the body (same place in the order, same text, same keys). A backlink's
+    context is not kept: `links.incoming` cuts it from the body it reads."""
 
     position: int
     kind: str
@@ -268,7 +269,6 @@ class LinkRow(NamedTuple):
     heading: str | None
     path_key: str | None
     title_key: str | None
-    context: str
 
 
 def _has_link_syntax(body: str) -> bool:
@@ -293,7 +293,6 @@ def link_rows(body: str, source_path: str) -> tuple[LinkRow, ...]:
                     link.heading[:500] if link.heading else None,
                     keys.path_key,
                     keys.title_key,
-                    context_of(body, link)[:400],
                 )
             )
     return tuple(rows)
@@ -391,8 +390,7 @@ def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> N
             "hd": row.heading,
             "pk": row.path_key,
             "tk": row.title_key,
-            "lk": lookup_key((row.path_key or "") if row.kind == MARKDOWN else row.target),
-            "ctx": row.context,
+            "lk": _lookup_key(row),
         }
         for row in rows
     ]
@@ -400,6 +398,16 @@ def _insert_links(conn: Connection, note: Indexed, rows: Sequence[LinkRow]) -> N
         driver_connection(conn).executemany(_driver_insert_link(conn), values)
     else:
         conn.execute(_INSERT_LINK, values)
+
+
+def _lookup_key(row: LinkRow) -> str:
+    """`keys.lookup_key` of a link: of its workspace path for a markdown link, of its target
+    text for a wiki link (whose title key, when it has one, is that of the same text)."""
+    if row.kind == MARKDOWN:
+        return lookup_key(row.path_key or "")
+    if row.title_key is not None:
+        return row.title_key.lstrip("/ ")
+    return lookup_key(row.target)
 
 
 _DRIVER_INSERT_LINK: list[str] = []

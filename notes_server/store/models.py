@@ -62,9 +62,10 @@ notes_table = Table(
 # workspace, NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are
 # what it can match exactly (a markdown link has no title); `lookup_key` (`keys.lookup_key`) is
 # the one indexed key by which a note created, renamed or moved finds the links that may name
-# it. `context` is the excerpt shown with a backlink. On SQLite the table is WITHOUT ROWID,
-# clustered on (note_id, position): it is its own by-note index, and a note's links sit on one
-# leaf; backlinks go through a partial index of the resolved links only.
+# it. A backlink's context is cut from the linking note's body when read (migration 0025:
+# `markup.links.context_at` of the link's position), not stored. On SQLite the table is
+# WITHOUT ROWID, clustered on (note_id, position): it is its own by-note index, and a note's
+# links sit on one leaf; backlinks go through a partial index of the resolved links only.
 links_table = Table(
     "note_links",
     metadata,
@@ -78,7 +79,6 @@ links_table = Table(
     Column("title_key", String(2048), nullable=True),
     Column("lookup_key", String(2048), nullable=False),
     Column("target_id", String(40), nullable=True),
-    Column("context", String(400), nullable=False),
     PrimaryKeyConstraint("note_id", "position", name="pk_note_links"),
     Index("ix_note_links_lookup", "lookup_key", "workspace"),
     Index(

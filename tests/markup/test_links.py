@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -9,6 +11,7 @@ from notes_server.markup.code import mask_code
 from notes_server.markup.links import (
     MARKDOWN,
     WIKI,
+    context_at,
     context_of,
     parse_links,
     relative_path,
@@ -137,3 +140,38 @@ def test_context_is_one_line_around_the_link() -> None:
 
     assert "[[Target]]" in context and "\n" not in context
     assert context.startswith("…") and context.endswith("…")
+
+
+def test_the_context_at_a_position_is_that_of_the_parsed_link_there() -> None:
+    rng = random.Random(25)
+    pieces = (
+        "[[A]]",
+        "[[ a |x]]",
+        "[[B#H]]",
+        "[[ #H]]",
+        "[t](c.md)",
+        "![i](c.md)",
+        "[u](http://x)",
+        "[[a]](b.md)",
+        "[v](../a.md#S)",
+        "`",
+        "```\n",
+        " ",
+        "\n",
+        "[[",
+        "]]",
+        "](",
+        "words ",
+        "[a `b` c](d.md)",
+        "[[a `b` c]]",
+        "x" * 70,
+    )
+    checked = 0
+    for _ in range(3000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 16)))
+        found = parse_links(body)
+        for position in range(-1, len(found) + 1):
+            want = context_of(body, found[position])[:400] if 0 <= position < len(found) else ""
+            assert context_at(body, position) == want, (body, position)
+            checked += 0 <= position < len(found)
+    assert checked > 1000

@@ -475,3 +475,54 @@ def test_upgrade_to_0024_carries_links_and_tags_and_their_lookups(
         assert conn.execute(sa.text("SELECT tag FROM note_tags")).scalars().all() == ["Project"]
     migrate.upgrade(migrated_engine)
     migrate.check(migrated_engine)
+
+
+def test_0025_drops_the_stored_context_and_its_downgrade_fills_it_from_the_bodies(
+    migrated_engine: Engine,
+) -> None:
+    import sqlalchemy as sa
+
+    from notes_server.markup.links import context_of, parse_links
+    from notes_server.store import links
+
+    long_words = "many words before the link here " * 4
+    body = long_words + "see [[Plan]] and [[Plan#Part|its part]] then [[Nowhere]] " + long_words
+    with write_tx(migrated_engine) as conn:
+        plan = notes.insert_note(conn, workspace=WS, path="plan.md", title="Plan", body="", now=NOW)
+        src = notes.insert_note(conn, workspace=WS, path="src.md", title="Src", body=body, now=NOW)
+        other = notes.insert_note(
+            conn, workspace=WS, path="o.md", title="O", body="`[[Plan]]` [[Plan]]", now=NOW
+        )
+        before = [(i.source.id, i.context, i.links) for i in links.incoming(conn, plan, limit=9)]
+    assert "context" not in {c["name"] for c in inspect(migrated_engine).get_columns("note_links")}
+    expected = [context_of(body, link) for link in parse_links(body)]
+    assert before == sorted(
+        [
+            (other.id, context_of(other.body, parse_links(other.body)[0]), 1),
+            (src.id, expected[0], 2),
+        ],
+        key=lambda item: {src.id: "src.md", other.id: "o.md"}[str(item[0])],
+    )
+
+    migrate.downgrade(migrated_engine, "0024")
+    table = sa.table(
+        "note_links", sa.column("note_id"), sa.column("position"), sa.column("context")
+    )
+    with write_tx(migrated_engine) as conn:
+        stored = conn.execute(
+            sa.select(table.c.position, table.c.context)
+            .where(table.c.note_id == src.id)
+            .order_by(table.c.position)
+        ).all()
+        carried = (
+            conn.execute(sa.select(table.c.context).where(table.c.note_id == other.id))
+            .scalars()
+            .all()
+        )
+    assert [tuple(r) for r in stored] == list(enumerate(expected))
+    assert carried == [context_of(other.body, parse_links(other.body)[0])]
+
+    migrate.upgrade(migrated_engine)
+    with write_tx(migrated_engine) as conn:
+        after = [(i.source.id, i.context, i.links) for i in links.incoming(conn, plan, limit=9)]
+    assert after == before
