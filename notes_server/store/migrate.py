@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     # Imported lazily below: `serve` checks HEAD via `sqlite_revision` before SQLAlchemy loads.
     from sqlalchemy import Connection, Engine
 
-HEAD = "0025"
+HEAD = "0026"
 # PostgreSQL: the advisory lock key that serializes concurrent upgrades (any constant bigint).
 _MIGRATION_LOCK = 0x6E6F7465735F6D67
 

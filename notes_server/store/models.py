@@ -62,7 +62,7 @@ notes_table = Table(
 # workspace, NULL while it is unresolved (missing or ambiguous); `path_key` and `title_key` are
 # what it can match exactly (a markdown link has no title); `lookup_key` (`keys.lookup_key`) is
 # the one indexed key by which a note created, renamed or moved finds the links that may name
-# it. A backlink's context is cut from the linking note's body when read (migration 0025:
+# it. A backlink's context is cut from the linking note's body when read (migration 0026:
 # `markup.links.context_at` of the link's position), not stored. On SQLite the table is
 # WITHOUT ROWID, clustered on (note_id, position): it is its own by-note index, and a note's
 # links sit on one leaf; backlinks go through a partial index of the resolved links only.

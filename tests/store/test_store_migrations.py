@@ -477,7 +477,7 @@ def test_upgrade_to_0024_carries_links_and_tags_and_their_lookups(
     migrate.check(migrated_engine)
 
 
-def test_0025_drops_the_stored_context_and_its_downgrade_fills_it_from_the_bodies(
+def test_0026_drops_the_stored_context_and_its_downgrade_fills_it_from_the_bodies(
     migrated_engine: Engine,
 ) -> None:
     import sqlalchemy as sa
@@ -504,7 +504,7 @@ def test_0025_drops_the_stored_context_and_its_downgrade_fills_it_from_the_bodie
         key=lambda item: {src.id: "src.md", other.id: "o.md"}[str(item[0])],
     )
 
-    migrate.downgrade(migrated_engine, "0024")
+    migrate.downgrade(migrated_engine, "0025")
     table = sa.table(
         "note_links", sa.column("note_id"), sa.column("position"), sa.column("context")
     )

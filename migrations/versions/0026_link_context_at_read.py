@@ -10,8 +10,8 @@ linking note (its body included) beside the link's position: the context is cut 
 Upgrade drops the column. Downgrade adds it back and fills it from the bodies with the
 application's parser (pure functions, as 0014 used them), every link of every note.
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0026
+Revises: 0025
 Create Date: 2026-12-04
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0025"
-down_revision = "0024"
+revision = "0026"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
