@@ -288,6 +288,14 @@ def read_all(
     return conn.execute(stmt.statement, dict(values)).all()
 
 
+def write_rowcount(stmt: DriverWrite, conn: Connection, values: Mapping[str, Any]) -> int:
+    """Run a prepared write, the twin of `read_all`: on the pysqlite driver when the connection
+    allows it, else through Core; how many rows the statement itself changed."""
+    if uses_driver(conn):
+        return stmt.rowcount(conn, values)
+    return int(cast(Any, conn.execute(stmt.statement, dict(values))).rowcount)
+
+
 class DriverWrite(DriverStatement):
     """A DML Core statement that the SQLite repositories run on the pysqlite connection.
 

@@ -20,6 +20,7 @@ from notes_server.store.notes import (
     COLUMNS,
     Author,
     NoteRecord,
+    forget_front_matter,
     insert_row,
     set_front_matter,
     update_fields,
@@ -117,7 +118,7 @@ def delete_if_version(conn: Connection, note: NoteRecord) -> bool:
         delete(notes).where(notes.c.id == note.id, notes.c.version == note.version)
     )
     if result.rowcount == 1:
-        conn.execute(delete(front).where(front.c.note_id == note.id))
+        forget_front_matter(conn, note.id)
         content_index.forget_note(conn, note)
         history.forget(conn, note.id)
         return True

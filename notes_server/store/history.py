@@ -12,12 +12,12 @@ Callers own the transaction.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from notes_server.store.engine import DriverWrite, uses_driver
+from notes_server.store.engine import DriverWrite, uses_driver, write_rowcount
 from notes_server.store.models import TZ
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import notes_table as notes
@@ -127,10 +127,7 @@ _FORGET = DriverWrite(delete(revisions).where(revisions.c.note_id == bindparam("
 
 def forget(conn: Connection, note_id: str) -> int:
     """Remove the whole history of this note (a permanent delete); how many revisions."""
-    values = {"note_id": note_id}
-    if uses_driver(conn):
-        return _FORGET.rowcount(conn, values)
-    return int(cast(Any, conn.execute(_FORGET.statement, values)).rowcount)
+    return write_rowcount(_FORGET, conn, {"note_id": note_id})
 
 
 class Pruned(NamedTuple):

@@ -32,7 +32,14 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from notes_server.store import content_index, history
-from notes_server.store.engine import CoreRun, DriverRead, DriverRun, DriverWrite, uses_driver
+from notes_server.store.engine import (
+    CoreRun,
+    DriverRead,
+    DriverRun,
+    DriverWrite,
+    uses_driver,
+    write_rowcount,
+)
 from notes_server.store.keys import title_key as title_key  # re-exported: callers know it here
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import grants_table as grants
@@ -280,13 +287,20 @@ def insert_row(
 
 
 _INSERT_FRONT = insert(front)
+# Prepared once (on the driver on SQLite): a permanent delete runs it in its write transaction.
+_FORGET_FRONT = DriverWrite(delete(front).where(front.c.note_id == bindparam("note_id")))
+
+
+def forget_front_matter(conn: Connection, note_id: str) -> None:
+    """Remove a note's kept front matter lines (a permanent delete, or before new ones)."""
+    write_rowcount(_FORGET_FRONT, conn, {"note_id": note_id})
 
 
 def set_front_matter(conn: Connection, note_id: str, extra: str, *, new: bool = False) -> None:
     """Replace a note's kept front matter lines (``new``: the note was just inserted, has
     none). Not a versioned write by itself: a change of them goes through `update_fields`."""
     if not new:
-        conn.execute(delete(front).where(front.c.note_id == note_id))
+        forget_front_matter(conn, note_id)
     if extra:
         conn.execute(_INSERT_FRONT, {"note_id": note_id, "extra": extra})
 
@@ -490,19 +504,11 @@ def update_fields(
     )
 
 
-# A permanent delete's last trace of the note's file: prepared once (on the driver on SQLite).
-_FORGET_FRONT = DriverWrite(delete(front).where(front.c.note_id == bindparam("note_id")))
-
-
 def delete_note(conn: Connection, note: NoteRecord) -> bool:
     """A permanent delete: the note, its kept front matter lines and its whole history go
     together."""
     if not store(conn).delete(conn, note):
         return False
-    values = {"note_id": note.id}
-    if uses_driver(conn):
-        _FORGET_FRONT.rowcount(conn, values)
-    else:
-        conn.execute(_FORGET_FRONT.statement, values)
+    forget_front_matter(conn, note.id)
     history.forget(conn, note.id)
     return True
