@@ -12,7 +12,7 @@ import heapq
 import re
 import unicodedata
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from notes_server.markup.code import mask_code
@@ -57,11 +57,7 @@ def parse_links(body: str) -> list[Link]:
     plain = masked is body
     found: list[Link] = []
     if "[[" in masked:
-        for match in _WIKI.finditer(masked):
-            raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
-            target = raw.strip()
-            if not target or len(target) > MAX_TARGET:
-                continue  # [[#Heading]] points into the note itself
+        for match, raw, target in _wiki_matches(body, masked):
             start = match.start(1)
             if raw[0].isspace():
                 start += len(raw) - len(raw.lstrip())
@@ -87,21 +83,13 @@ def parse_links(body: str) -> list[Link]:
             )
     if "](" in masked:
         wiki = len(found)
-        for match in _MARKDOWN.finditer(masked):
-            if match.start() > 0 and masked[match.start() - 1] == "!":
-                continue
-            destination = body[match.start(2) : match.end(2)]
-            parsed = _markdown_target(destination)
-            if parsed is None:
-                continue
-            path, heading = parsed
-            label = body[match.start(1) : match.end(1)]
+        for match, destination, (path, heading) in _markdown_matches(body, masked):
             found.append(
                 Link(
                     MARKDOWN,
                     path,
                     heading,
-                    label,
+                    body[match.start(1) : match.end(1)],
                     match.start(),
                     match.end(),
                     match.start(2),
@@ -111,6 +99,31 @@ def parse_links(body: str) -> list[Link]:
         if wiki and len(found) > wiki:
             found.sort(key=_start)
     return found
+
+
+def _wiki_matches(body: str, masked: str) -> Iterator[tuple[re.Match[str], str, str]]:
+    """The wiki links a body has outside code (``masked``: `mask_code` of it), in order: each
+    one's match, raw target text and target. `parse_links` and `context_at` both see these."""
+    plain = masked is body
+    for match in _WIKI.finditer(masked):
+        raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
+        target = raw.strip()
+        if target and len(target) <= MAX_TARGET:  # [[#Heading]] points into the note itself
+            yield match, raw, target
+
+
+def _markdown_matches(
+    body: str, masked: str
+) -> Iterator[tuple[re.Match[str], str, tuple[str, str | None]]]:
+    """The markdown links to notes a body has outside code, in order: each one's match,
+    destination text and (path, heading). Images and links to anything else are not links."""
+    for match in _MARKDOWN.finditer(masked):
+        if match.start() > 0 and masked[match.start() - 1] == "!":
+            continue
+        destination = body[match.start(2) : match.end(2)]
+        parsed = _markdown_target(destination)
+        if parsed is not None:
+            yield match, destination, parsed
 
 
 def _start(link: Link) -> int:
@@ -189,8 +202,8 @@ def context_at(body: str, position: int) -> str:
     if position < 0 or "[" not in body:
         return ""
     masked = mask_code(body)
-    wiki = _wiki_spans(body, masked) if "[[" in masked else None
-    markdown = _markdown_spans(body, masked) if "](" in masked else None
+    wiki = _spans(_wiki_matches(body, masked)) if "[[" in masked else None
+    markdown = _spans(_markdown_matches(body, masked)) if "](" in masked else None
     if wiki is not None and markdown is not None:
         spans: Iterator[tuple[int, int]] = heapq.merge(wiki, markdown)
     else:
@@ -201,23 +214,10 @@ def context_at(body: str, position: int) -> str:
     return ""
 
 
-def _wiki_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each wiki link `parse_links` keeps, in order."""
-    plain = masked is body
-    for match in _WIKI.finditer(masked):
-        raw = match.group(1) if plain else body[match.start(1) : match.end(1)]
-        target = raw.strip()
-        if target and len(target) <= MAX_TARGET:
-            yield match.start(), match.end()
-
-
-def _markdown_spans(body: str, masked: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each markdown link `parse_links` keeps, in order."""
-    for match in _MARKDOWN.finditer(masked):
-        if match.start() > 0 and masked[match.start() - 1] == "!":
-            continue
-        if _markdown_target(body[match.start(2) : match.end(2)]) is not None:
-            yield match.start(), match.end()
+def _spans(matches: Iterator[tuple[re.Match[str], Any, Any]]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each link match, in order."""
+    for match, _text, _target in matches:
+        yield match.start(), match.end()
 
 
 def rewrite(body: str, replacements: list[tuple[int, int, str]]) -> str:
