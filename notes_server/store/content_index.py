@@ -66,7 +66,7 @@ from notes_server.store.engine import (
     read_all,
     uses_driver,
 )
-from notes_server.store.keys import lookup_key, title_key
+from notes_server.store.keys import lookup_key, lookup_key_of, title_key
 from notes_server.store.models import front_matter_table as front
 from notes_server.store.models import links_table as links
 from notes_server.store.models import notes_table as notes
@@ -406,7 +406,7 @@ def _lookup_key(row: LinkRow) -> str:
     if row.kind == MARKDOWN:
         return lookup_key(row.path_key or "")
     if row.title_key is not None:
-        return row.title_key.lstrip("/ ")
+        return lookup_key_of(row.title_key)
     return lookup_key(row.target)
 
 

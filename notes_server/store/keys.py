@@ -22,4 +22,9 @@ def lookup_key(text: str) -> str:
     link a note can resolve (exactly by path or by title key) is among the links with one of
     them; the exact columns then decide. Wider than either match, never narrower: ``/a.md``
     and ``a.md`` share a key, as ``[[/a.md]]`` names the note at path ``a.md``."""
-    return title_key(text).lstrip("/ ")
+    return lookup_key_of(title_key(text))
+
+
+def lookup_key_of(key: str) -> str:
+    """`lookup_key` of a text whose `title_key` is ``key`` (already computed: a link's)."""
+    return key.lstrip("/ ")
