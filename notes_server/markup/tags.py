@@ -32,10 +32,19 @@ def tag_key(tag: str) -> str:
 def clean_tag(raw: str) -> str | None:
     """A tag as it may be stored (a leading ``#`` dropped, NFC, trailing ``/`` trimmed), or
     None if ``raw`` is not one (empty, all digits, a space inside, ``//``, too long)."""
-    text = unicodedata.normalize("NFC", raw.strip()).removeprefix("#").rstrip("/")
-    if not text or len(text) > MAX_TAG or _TAG.fullmatch(text) is None:
+    text = raw.strip()
+    if not text.isascii():  # NFC leaves ASCII as it is
+        text = unicodedata.normalize("NFC", text)
+    text = text.removeprefix("#").rstrip("/")
+    if not text or _TAG.fullmatch(text) is None:
         return None
-    if text.isdigit() or "//" in text:
+    return _within_rules(text)
+
+
+def _within_rules(text: str) -> str | None:
+    """``text`` (the shape of a tag, trimmed) if no other rule refuses it: not too long, not
+    all digits (an issue number), no empty nesting level."""
+    if len(text) > MAX_TAG or text.isdigit() or "//" in text:
         return None
     return text
 
@@ -63,10 +72,7 @@ def _body_tag(text: str) -> str | None:
     leaves it as it is, and the match already has the shape of a tag."""
     if not text.isascii():
         return clean_tag(text)
-    text = text.rstrip("/")
-    if len(text) > MAX_TAG or text.isdigit() or "//" in text:
-        return None
-    return text
+    return _within_rules(text.rstrip("/"))
 
 
 def unique(tags: Iterable[str]) -> list[str]:
